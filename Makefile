@@ -1,0 +1,63 @@
+# inode-duel: build the kernels, boot them in QEMU, measure, compare.
+#
+#   make compare   [KERNELS="mainline base ..."] [CPUS="1 2"] [REPEAT=3] [WORKLOADS=default|all|names]
+#   make kernels   [KERNELS=...]        build (or find cached) perf and debug images
+#   make test                           unit tests and the end-to-end boot test
+#   make clean                          remove build/ (kernel tree, objects, images)
+#
+# Knobs: KERNELS (default: every kernel whose series exists; NAME@* bisects),
+# CPUS (default: 1 and 2, never more than the host's cores unless you ask),
+# REPEAT (perf boots per kernel and vCPU count), DEBUG_REPEAT, ICOUNT_REPEAT,
+# WORKLOADS, FLAVOURS, BASELINE, V=1 (echo the guest console).
+
+PYTHON ?= /usr/bin/python3
+KERNELS ?=
+CPUS ?=
+REPEAT ?= 3
+DEBUG_REPEAT ?= 1
+ICOUNT_REPEAT ?= 1
+WORKLOADS ?= default
+FLAVOURS ?= perf debug
+RUN_DIR ?=
+V ?=
+
+HARNESS = $(PYTHON) -m harness
+PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static fio gnuplot-nox \
+	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs gcc make
+DEPS_STAMP = build/.deps-$(shell echo $(PACKAGES) | md5sum | cut -c1-8)
+
+.PHONY: compare kernels test unit-test e2e-test clean deps check-workloads
+
+compare: $(DEPS_STAMP) check-workloads
+	$(HARNESS) compare --kernels $(KERNELS) --cpus $(CPUS) --repeat $(REPEAT) \
+		--debug-repeat $(DEBUG_REPEAT) --icount-repeat $(ICOUNT_REPEAT) \
+		--workloads $(WORKLOADS) --flavours $(FLAVOURS) \
+		$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v)
+
+kernels: $(DEPS_STAMP)
+	$(HARNESS) build $(KERNELS)
+
+check-workloads:
+	$(HARNESS) check-workloads
+
+test: $(DEPS_STAMP)
+	$(PYTHON) -m pytest -ra harness/tests
+
+unit-test:
+	$(PYTHON) -m pytest -ra -m "not boot" harness/tests
+
+deps: $(DEPS_STAMP)
+
+# Installs what is missing with apt-get; the stamp is per package list.
+$(DEPS_STAMP):
+	@missing=$$(for p in $(PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing: $$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@mkdir -p build && touch $@
+
+clean:
+	rm -rf build

@@ -1,0 +1,203 @@
+"""python3 -m harness: the command line.
+
+    parse lockstat|reports|lockdep|fio|records FILE   JSON on stdout
+    build [--flavour F] KERNEL...                     build (or find) kernel images
+    boot KERNEL [--flavour F] [--cpus N] ...          one boot, workloads of your choice
+    compare [--kernels ...] [--cpus ...] ...          the measurement matrix
+    check-workloads                                   validate workloads/*.wl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from harness import (channel, compare, fio, guest, kbuild, lockdep_graph, lockstat, plan,
+                     progress, qemu, reports, runner, series, source, workloads)
+from harness.layout import default_layout
+
+EXIT_USAGE = 2
+
+
+def _read(path: str) -> str:
+    return Path(path).read_text(errors="replace")
+
+
+def cmd_parse(args) -> int:
+    if args.kind == "lockstat":
+        out = lockstat.parse(_read(args.file)).as_json()
+    elif args.kind == "reports":
+        out = {"reports": [r.as_json() for r in reports.parse(_read(args.file))]}
+    elif args.kind == "lockdep":
+        out = {"edges": [list(e) for e in lockdep_graph.parse(_read(args.file))]}
+    elif args.kind == "fio":
+        out = fio.parse(_read(args.file)).as_json()
+    else:
+        received = channel.parse(Path(args.file).read_bytes())
+        out = {"records": [{"name": r.name, "bytes": len(r.data)} for r in received.records],
+               "damaged": [{"name": d.name, "reason": d.reason} for d in received.damaged]}
+    json.dump(out, sys.stdout, indent=1)
+    print()
+    return 0
+
+
+def cmd_build(args) -> int:
+    layout = default_layout()
+    names = (series.expand_names(layout, _split(args.kernels)) if args.kernels
+             else existing_kernels(layout))
+    todo = [(k, f) for k in names for f in args.flavour]
+    for i, (kernel, flavour) in enumerate(todo, 1):
+        progress.say(f"kernel {i}/{len(todo)}: {kernel}/{flavour}")
+        image = kbuild.build(layout, kernel, flavour)
+        print(json.dumps({"kernel": kernel, "flavour": flavour, "key": image.key,
+                          "bzImage": str(image.bzimage)}))
+    return 0
+
+
+def existing_kernels(layout) -> list[str]:
+    """mainline and every kernel whose series has patches."""
+    return [k for k in series.KERNEL_NAMES if series.series_exists(layout, k)]
+
+
+def _split(values: list[str]) -> list[str]:
+    return [v for item in values for v in item.replace(",", " ").split()]
+
+
+def cmd_boot(args) -> int:
+    """One boot of one kernel with chosen workloads; prints the boot's record."""
+    layout = default_layout()
+    known = workloads.load_all(layout.workloads)
+    chosen = workloads.select(known, " ".join(args.workloads))
+    image = kbuild.build(layout, args.kernel, args.flavour)
+    files = guest.prepare(layout)
+    items = [(w, fs, p) for w in chosen for fs in (args.fs or w.filesystems)
+             for p in ([args.procs] if args.procs else w.procs_for(args.cpus))]
+    steps = plan.make_steps(items)
+    machine = qemu.Machine(args.accel, args.cpus, icount=args.icount)
+    out = Path(args.out or layout.results / "boots" /
+               f"{time.strftime('%Y%m%d-%H%M%S')}-{args.kernel}-{args.flavour}-manual")
+    progress.say(f"booting {args.kernel}/{args.flavour} on {args.cpus} vCPUs "
+                 f"({args.accel}{', icount' if args.icount else ''}): {len(steps)} steps, "
+                 f"folder {out}")
+    record = runner.run_boot(image, files, machine, steps, out, "manual boot",
+                             timeout_s=args.timeout,
+                             on_line=(lambda line: print(line, file=sys.stderr))
+                             if args.verbose else _marker_printer)
+    print((out / "boot.json").read_text())
+    return 0 if record.status == "ok" else 1
+
+
+def _marker_printer(line: str) -> None:
+    if "inode-duel:" in line:
+        progress.say("  guest: " + line.split("inode-duel:", 1)[1].strip())
+
+
+def cmd_compare(args) -> int:
+    layout = default_layout()
+    known = workloads.load_all(layout.workloads)  # validated before anything is built
+    chosen = workloads.select(known, " ".join(args.workloads))
+    kernels = (series.expand_names(layout, _split(args.kernels)) if args.kernels
+               else existing_kernels(layout))
+    for kernel in kernels:
+        series.resolve(layout, kernel)  # unknown names and missing patches fail here
+    cpus = ([int(c) for c in _split(args.cpus)] if args.cpus
+            else [c for c in (1, 2) if c <= (os.cpu_count() or 1)])
+    run_dir = Path(args.run_dir) if args.run_dir else \
+        layout.results / "runs" / time.strftime("%Y%m%d-%H%M%S")
+    matrix = compare.Matrix(kernels=kernels, cpus=cpus, workloads=chosen, repeat=args.repeat,
+                            debug_repeat=args.debug_repeat, icount_repeat=args.icount_repeat,
+                            flavours=tuple(_split(args.flavours)))
+    progress.say(f"compare: kernels {' '.join(kernels)}; vCPUs {' '.join(map(str, cpus))}; "
+                 f"workloads {' '.join(w.name for w in chosen)}; repeat {args.repeat}; "
+                 f"run folder {run_dir}")
+    result = compare.run(layout, matrix, run_dir, accel=args.accel,
+                         on_line=None if not args.verbose
+                         else (lambda line: print(line, file=sys.stderr)))
+    latest = layout.results / "latest"
+    if latest.is_symlink() or not latest.exists():
+        latest.unlink(missing_ok=True)
+        latest.symlink_to(run_dir.resolve().relative_to(layout.results.resolve())
+                          if run_dir.resolve().is_relative_to(layout.results.resolve())
+                          else run_dir.resolve())
+    progress.say(f"compare done: {len(result.rows)} rows in {run_dir / 'tidy.tsv'}")
+    return 0
+
+
+def cmd_check_workloads(args) -> int:
+    layout = default_layout()
+    known = workloads.load_all(layout.workloads)
+    for w in known.values():
+        print(f"{w.name:24} {'default' if w.default else '       '} {' '.join(w.filesystems):11}"
+              f" {w.summary}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python3 -m harness", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("parse", help="parse a captured file, print JSON")
+    p.add_argument("kind", choices=["lockstat", "reports", "lockdep", "fio", "records"])
+    p.add_argument("file")
+    p.set_defaults(func=cmd_parse)
+
+    p = sub.add_parser("build", help="build kernel images (cached)")
+    p.add_argument("kernels", nargs="*",
+                   help="mainline, base, chinner, piggin, NAME@K, NAME@* (default: all that exist)")
+    p.add_argument("--flavour", action="append", choices=kbuild.FLAVOURS)
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("boot", help="boot one kernel and run workloads")
+    p.add_argument("kernel")
+    p.add_argument("--flavour", default="debug", choices=kbuild.FLAVOURS)
+    p.add_argument("--cpus", type=int, default=min(2, os.cpu_count() or 1))
+    p.add_argument("--procs", type=int, help="worker processes (default: the workload's)")
+    p.add_argument("--fs", action="append", choices=workloads.FILESYSTEMS)
+    p.add_argument("--workloads", nargs="*", default=["default"])
+    p.add_argument("--accel", default="tcg", choices=["tcg", "kvm"])
+    p.add_argument("--icount", action="store_true")
+    p.add_argument("--timeout", type=float, help="seconds before the guest is killed")
+    p.add_argument("--out", help="boot folder (default under results/boots/)")
+    p.add_argument("-v", "--verbose", action="store_true", help="echo the console")
+    p.set_defaults(func=cmd_boot)
+
+    p = sub.add_parser("compare", help="run the measurement matrix")
+    p.add_argument("--kernels", nargs="*", default=[])
+    p.add_argument("--cpus", nargs="*", default=[])
+    p.add_argument("--workloads", nargs="*", default=["default"])
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--debug-repeat", type=int, default=1)
+    p.add_argument("--icount-repeat", type=int, default=1)
+    p.add_argument("--flavours", nargs="*", default=["perf", "debug"])
+    p.add_argument("--accel", choices=["tcg", "kvm"], help="skip the KVM probe")
+    p.add_argument("--run-dir")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("check-workloads", help="validate workloads/*.wl")
+    p.set_defaults(func=cmd_check_workloads)
+    return parser
+
+
+ERRORS = (series.SeriesError, kbuild.BuildError, workloads.WorkloadError, source.SourceError,
+          guest.GuestError, qemu.QemuError, FileNotFoundError)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "flavour", None) is None and args.command == "build":
+        args.flavour = list(kbuild.FLAVOURS)
+    try:
+        return args.func(args)
+    except ERRORS as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted: finished cells are kept; run the same command to resume",
+              file=sys.stderr)
+        return 130

@@ -1,0 +1,296 @@
+"""The measurement matrix: which boots to run, in what order, reusing what is done.
+
+A cell is one step (workload, fs, procs) of one boot configuration (kernel,
+flavour, mode, vCPUs, repetition). Finished cells are stored under
+results/cells/ keyed by everything that shaped them (kernel image key,
+initramfs, workload declaration, machine), so an interrupted compare resumes
+where it stopped and a changed kernel never inherits old numbers.
+
+Order: repetitions outermost and kernels inside (A B A B, not A A B B), so a
+slow phase of the host hits every kernel alike (design.md section 6).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness import guest, kbuild, lockorder, plan, progress, qemu, runner, series, tidy
+from harness.layout import Layout
+from harness.workloads import Workload
+
+DISTURBED_CORES = 0.25  # other processes' average CPU use (cores) that spoils a timed step
+
+
+@dataclass(frozen=True)
+class BootConfig:
+    kernel: str
+    flavour: str
+    mode: str  # tcg, tcg-icount, kvm
+    cpus: int
+    repetition: int
+
+    @property
+    def label(self) -> str:
+        return (f"{self.kernel}/{self.flavour} {self.mode} {self.cpus}cpu "
+                f"rep{self.repetition}")
+
+    @property
+    def slug(self) -> str:
+        return (f"{self.kernel.replace('@', '_at_')}-{self.flavour}-{self.mode}-"
+                f"c{self.cpus}-r{self.repetition}")
+
+    def machine(self, accel: str) -> qemu.Machine:
+        return qemu.Machine(accel, self.cpus, icount=self.mode == "tcg-icount")
+
+
+@dataclass(frozen=True)
+class Matrix:
+    kernels: list[str]
+    cpus: list[int]
+    workloads: list[Workload]
+    repeat: int  # perf boots per kernel and vCPU count
+    debug_repeat: int = 1  # lock counts are exact: one debug boot settles them
+    icount_repeat: int = 0  # 1-vCPU -icount perf boots per kernel
+    flavours: tuple[str, ...] = ("perf", "debug")
+    max_reruns: int = 2
+
+    def boots(self, accel: str) -> list[BootConfig]:
+        plain = "kvm" if accel == "kvm" else "tcg"
+        configs: list[BootConfig] = []
+        if "debug" in self.flavours:
+            for rep in range(1, self.debug_repeat + 1):
+                configs += [BootConfig(k, "debug", plain, c, rep)
+                            for c in self.cpus for k in self.kernels]
+        if "perf" in self.flavours:
+            if accel == "tcg":
+                for rep in range(1, self.icount_repeat + 1):
+                    configs += [BootConfig(k, "perf", "tcg-icount", 1, rep) for k in self.kernels]
+            for rep in range(1, self.repeat + 1):
+                configs += [BootConfig(k, "perf", plain, c, rep)
+                            for c in self.cpus for k in self.kernels]
+        return configs
+
+
+@dataclass
+class Cell:
+    config: BootConfig
+    workload: Workload
+    fs: str
+    procs: int
+    key: str
+    stored: dict | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.config.label} {self.workload.name}/{self.fs}/p{self.procs}"
+
+
+@dataclass
+class CompareResult:
+    run_dir: Path
+    rows: list[tidy.Row] = field(default_factory=list)
+    boots: list[runner.BootRecord] = field(default_factory=list)
+    reruns: int = 0
+
+
+def cell_key(image: kbuild.KernelImage, initramfs: Path, config: BootConfig,
+             workload: Workload, fs: str, procs: int, accel: str) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps([image.key, initramfs.name, config.flavour, config.mode, accel,
+                         config.cpus, config.repetition, fs, procs]).encode())
+    h.update(workload.text.encode())
+    return h.hexdigest()[:20]
+
+
+def cells_dir(layout: Layout) -> Path:
+    return layout.results / "cells"
+
+
+def load_cell(layout: Layout, key: str) -> dict | None:
+    path = cells_dir(layout) / f"{key}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def store_cell(layout: Layout, key: str, content: dict) -> None:
+    directory = cells_dir(layout)
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / f"{key}.partial"
+    tmp.write_text(json.dumps(content, indent=1) + "\n")
+    tmp.rename(directory / f"{key}.json")
+
+
+def disturbed(outcome: runner.StepOutcome) -> bool:
+    if outcome.wall_s is None or outcome.others_cpu_s is None or outcome.wall_s <= 0:
+        return False
+    return outcome.others_cpu_s / outcome.wall_s > DISTURBED_CORES
+
+
+def rows_for(cell: Cell, outcome: runner.StepOutcome, boot_id: str,
+             reruns: int) -> list[dict]:
+    c = cell.config
+    def row(phase, lock, metric, value, unit):
+        return tidy.Row(c.kernel, c.flavour, c.mode, cell.workload.name, cell.fs, c.cpus,
+                        cell.procs, c.repetition, phase, lock, metric, value, unit,
+                        outcome.status, cell.key)
+    rows = []
+    if outcome.numbers:
+        for fig in outcome.numbers.figures:
+            # lock_stat stops counting after a lockdep report: such figures are void.
+            if fig.lock and outcome.numbers.lockstat_valid is False:
+                continue
+            rows.append(row(fig.phase, fig.lock, fig.metric, fig.value, fig.unit))
+        if outcome.numbers.lockstat_valid is not None:
+            rows.append(row("all", "", "lockstat_valid", int(outcome.numbers.lockstat_valid), ""))
+    rows.append(row("all", "", "lockdep_reports",
+                    sum(1 for r in outcome.reports if r["kind"] in runner.LOCKDEP_KINDS),
+                    "count"))
+    rows.append(row("all", "", "reruns", reruns, "count"))
+    if outcome.wall_s and outcome.others_cpu_s is not None:
+        rows.append(row("all", "", "host_others_cores", outcome.others_cpu_s / outcome.wall_s,
+                        "cores"))
+    return tidy.to_dicts(rows)
+
+
+def link_tree(source: Path, target: Path) -> None:
+    if target.exists():
+        return
+    shutil.copytree(source, target, copy_function=os.link)
+
+
+def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
+        on_line=None) -> CompareResult:
+    started = time.monotonic()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    result = CompareResult(run_dir)
+    files = guest.prepare(layout)
+
+    # Build what is missing first: never measure while a kernel builds.
+    images: dict[tuple[str, str], kbuild.KernelImage] = {}
+    needed = [(k, f) for k in matrix.kernels for f in matrix.flavours]
+    for i, (kernel, flavour) in enumerate(needed, 1):
+        progress.say(f"kernel {i}/{len(needed)}: {kernel}/{flavour}")
+        images[kernel, flavour] = kbuild.build(layout, kernel, flavour)
+
+    if accel is None:
+        first = images[needed[0]]
+        accel = qemu.probe_accel(layout.guest, lambda m: probe_spec(layout, first, files, m))
+    configs = matrix.boots(accel)
+    patterns = {k: lockorder.patterns_for(layout, k) for k in matrix.kernels}
+
+    pending: list[tuple[BootConfig, list[Cell]]] = []
+    reused = 0
+    for config in configs:
+        image = images[config.kernel, config.flavour]
+        cells = []
+        for workload in matrix.workloads:
+            for fs in workload.filesystems:
+                for procs in workload.procs_for(config.cpus):
+                    key = cell_key(image, files.initramfs, config, workload, fs, procs, accel)
+                    cells.append(Cell(config, workload, fs, procs, key, load_cell(layout, key)))
+        reused += sum(1 for c in cells if c.stored)
+        todo = [c for c in cells if not c.stored]
+        for cell in cells:
+            if cell.stored:
+                result.rows += tidy.from_dicts(cell.stored["rows"])
+                link_tree(layout.results / cell.stored["boot"],
+                          run_dir / "boots" / Path(cell.stored["boot"]).name)
+        if todo:
+            pending.append((config, todo))
+    total_cells = sum(len(t) for _, t in pending)
+    progress.say(f"{len(configs)} boot configurations, {total_cells} cells to measure, "
+                 f"{reused} reused from earlier runs ({accel})")
+
+    meter = progress.Steps(len(pending), "boot")
+    attempts = 0
+    while pending:
+        config, todo = pending.pop(0)
+        meter.start(f"{config.label}: {len(todo)} steps")
+        image = images[config.kernel, config.flavour]
+        boot_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{config.slug}"
+        boot_dir = layout.results / "boots" / boot_id
+        steps = plan.make_steps([(c.workload, c.fs, c.procs) for c in todo])
+        header = (f"inode-duel boot {boot_id}\nkernel {config.kernel} ({image.key}), "
+                  f"{config.flavour}, {config.mode}, {config.cpus} vCPUs")
+        record = runner.run_boot(image, files, config.machine(accel), steps, boot_dir, header,
+                                 patterns[config.kernel], on_line=on_line)
+        result.boots.append(record)
+        progress.say(f"  {config.label}: {record.status} in {record.wall_s:.0f}s"
+                     + (f" ({len(record.reports)} kernel reports)" if record.reports else ""))
+        retry: list[Cell] = []
+        for cell, outcome in zip(todo, record.steps):
+            reruns = (cell.stored or {}).get("reruns", 0)
+            timed = config.flavour == "perf" and config.mode != "tcg-icount"
+            if outcome.status == "not-run":
+                retry.append(cell)
+                continue
+            if timed and disturbed(outcome) and reruns < matrix.max_reruns:
+                progress.say(f"  {cell.label}: host busy ({outcome.others_cpu_s:.1f} CPU s "
+                             f"of others in {outcome.wall_s:.1f}s), will rerun")
+                cell.stored = {"reruns": reruns + 1}
+                result.reruns += 1
+                retry.append(cell)
+                continue
+            content = {"label": cell.label, "boot": f"boots/{boot_id}", "step": outcome.step,
+                       "status": outcome.status, "reruns": reruns,
+                       "rows": rows_for(cell, outcome, boot_id, reruns)}
+            store_cell(layout, cell.key, content)
+            result.rows += tidy.from_dicts(content["rows"])
+        link_tree(boot_dir, run_dir / "boots" / boot_id)
+        meter.finish()
+        attempts += 1
+        if retry and attempts < len(configs) * (matrix.max_reruns + 2):
+            pending.append((config, retry))
+            meter.total += 1
+    tidy.write(result.rows, run_dir / "tidy.tsv")
+    write_manifest(layout, run_dir, matrix, images, accel, time.monotonic() - started, result)
+    return result
+
+
+def probe_spec(layout: Layout, image: kbuild.KernelImage, files: guest.GuestFiles,
+               machine: qemu.Machine) -> qemu.BootSpec:
+    probe_plan = layout.guest / "probe-plan.sh"
+    probe_plan.write_text("echo 'inode-duel: probe'\n")
+    return qemu.BootSpec(image.bzimage, files.initramfs, probe_plan, machine, timeout_s=60)
+
+
+def write_manifest(layout: Layout, run_dir: Path, matrix: Matrix,
+                   images: dict[tuple[str, str], kbuild.KernelImage], accel: str,
+                   wall_s: float, result: CompareResult) -> None:
+    kernels = {}
+    for (kernel, flavour), image in images.items():
+        meta = image.meta
+        kernels.setdefault(kernel, {"kernel_version": meta["kernel_version"],
+                                    "package_version": meta["package_version"],
+                                    "patches": meta["patches"], "images": {}})
+        kernels[kernel]["images"][flavour] = {"key": image.key, "commit": meta["commit"]}
+    manifest = {
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "wall_seconds": round(wall_s, 1),
+        "accel": accel,
+        "host": {"cpus": os.cpu_count(), "qemu": qemu_version(),
+                 "kernel": os.uname().release},
+        "matrix": {"kernels": matrix.kernels, "cpus": matrix.cpus,
+                   "workloads": [w.name for w in matrix.workloads], "repeat": matrix.repeat,
+                   "debug_repeat": matrix.debug_repeat, "icount_repeat": matrix.icount_repeat,
+                   "flavours": list(matrix.flavours)},
+        "oversubscribed": [c for c in matrix.cpus if c > (os.cpu_count() or 1)],
+        "kernels": kernels,
+        "boots": [{"directory": str(b.directory.relative_to(layout.results)),
+                   "status": b.status, "wall_s": round(b.wall_s, 1),
+                   "to_init_s": b.to_init_s and round(b.to_init_s, 2),
+                   "reports": list(b.reports)} for b in result.boots],
+        "reruns": result.reruns,
+    }
+    (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+def qemu_version() -> str:
+    import subprocess
+    out = subprocess.run([qemu.QEMU, "--version"], capture_output=True, text=True)
+    return out.stdout.splitlines()[0] if out.returncode == 0 else "unknown"

@@ -1,0 +1,237 @@
+"""Configure and build a kernel image, cached by what went into it.
+
+One O= folder per flavour is reused across kernels so that switching between
+kernels recompiles only what changed; ccache (cache outside the repo) covers
+the rest. A built image lives in build/images/<kernel>-<flavour>-<key>/ and is
+never rebuilt while its key (source version, patch contents, config
+fragments, compiler) is unchanged.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import progress, series, source
+from harness.layout import Layout
+
+FLAVOURS = ("perf", "debug")
+BUILD_ENV = {
+    # Fixed so that ccache hits and rebuilt images are comparable.
+    "KBUILD_BUILD_TIMESTAMP": "1970-01-01",
+    "KBUILD_BUILD_USER": "inode-duel",
+    "KBUILD_BUILD_HOST": "inode-duel",
+}
+
+
+class BuildError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class KernelImage:
+    kernel: str  # name as asked for, e.g. piggin@3
+    flavour: str
+    key: str
+    directory: Path
+
+    @property
+    def bzimage(self) -> Path:
+        return self.directory / "bzImage"
+
+    @property
+    def config(self) -> Path:
+        return self.directory / "config"
+
+    @property
+    def meta(self) -> dict:
+        return json.loads((self.directory / "meta.json").read_text())
+
+
+def fragments(layout: Layout, flavour: str) -> list[Path]:
+    if flavour not in FLAVOURS:
+        raise BuildError(f"unknown flavour {flavour!r}: expected one of {', '.join(FLAVOURS)}")
+    return [layout.configs / "guest.config", layout.configs / f"{flavour}.config"]
+
+
+def compiler_version() -> str:
+    return subprocess.run(["gcc", "--version"], capture_output=True, text=True,
+                          check=True).stdout.splitlines()[0]
+
+
+def image_key(info: source.SourceInfo, kernel: series.Kernel, flavour: str,
+              fragment_paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    h.update(f"{info.package_version}\n{kernel.patch_digest}\n{flavour}\n".encode())
+    for path in fragment_paths:
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    h.update(compiler_version().encode())
+    return h.hexdigest()[:16]
+
+
+def image_dir(layout: Layout, kernel_name: str, flavour: str, key: str) -> Path:
+    return layout.images / f"{kernel_name.replace('@', '_at_')}-{flavour}-{key}"
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    fragment: Path
+    lineno: int
+    wanted: str
+    got: str
+
+
+def parse_fragment(path: Path) -> dict[str, tuple[int, str]]:
+    """CONFIG_X -> (line, value); 'n' for '# CONFIG_X is not set'."""
+    wanted = {}
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.strip()
+        unset = re.fullmatch(r"# (CONFIG_\w+) is not set", line)
+        if unset:
+            wanted[unset.group(1)] = (lineno, "n")
+        elif line and not line.startswith("#"):
+            match = re.fullmatch(r"(CONFIG_\w+)=(.*)", line)
+            if not match:
+                raise BuildError(f"{path}:{lineno}: not a config line: {line}")
+            wanted[match.group(1)] = (lineno, match.group(2))
+    return wanted
+
+
+def config_problems(fragment_paths: list[Path], dotconfig: str) -> list[ConfigProblem]:
+    """Fragment lines that did not survive into .config (unmet dependencies)."""
+    have = dict(re.findall(r"^(CONFIG_\w+)=(.*)$", dotconfig, re.M))
+    problems = []
+    for path in fragment_paths:
+        for option, (lineno, value) in parse_fragment(path).items():
+            got = have.get(option, "n")
+            if got != value:
+                problems.append(ConfigProblem(path, lineno, f"{option}={value}", got))
+    return problems
+
+
+def find_image(layout: Layout, info: source.SourceInfo, kernel: series.Kernel,
+               flavour: str) -> KernelImage:
+    key = image_key(info, kernel, flavour, fragments(layout, flavour))
+    return KernelImage(kernel.name, flavour, key, image_dir(layout, kernel.name, flavour, key))
+
+
+def is_built(image: KernelImage) -> bool:
+    return (image.directory / "meta.json").exists() and image.bzimage.exists()
+
+
+def _make(layout: Layout, obj: Path, args: list[str], log, env: dict[str, str],
+          on_line=None) -> None:
+    cmd = ["make", "-C", str(layout.src), f"O={obj}", *args]
+    log.write(f"$ {' '.join(cmd)}\n")
+    log.flush()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, errors="replace", env=env)
+    tail: list[str] = []
+    for line in proc.stdout:
+        log.write(line)
+        tail = (tail + [line.rstrip()])[-25:]
+        if on_line:
+            on_line(line)
+    if proc.wait() != 0:
+        log.flush()
+        raise BuildError(f"{' '.join(args[:1])} failed (exit {proc.returncode}); "
+                         f"log: {log.name}\n" + "\n".join(tail))
+
+
+def build(layout: Layout, kernel_name: str, flavour: str, jobs: int | None = None) -> KernelImage:
+    """Build (or find already built) the image of one kernel in one flavour."""
+    info = source.ensure_pristine(layout)
+    kernel = series.resolve(layout, kernel_name)
+    image = find_image(layout, info, kernel, flavour)
+    if is_built(image):
+        return image
+    layout.build.mkdir(parents=True, exist_ok=True)
+    # One kernel build at a time on this machine, whoever asks.
+    with open(layout.build / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_built(image):
+            return image
+        return _build_locked(layout, info, kernel, flavour, image, jobs or os.cpu_count() or 1)
+
+
+def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel,
+                  flavour: str, image: KernelImage, jobs: int) -> KernelImage:
+    started = time.monotonic()
+    commit = series.checkout(layout, info, kernel)
+    obj = layout.objects / flavour
+    obj.mkdir(parents=True, exist_ok=True)
+    staging = image.directory.with_name(image.directory.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    layout.ccache.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, **BUILD_ENV, CCACHE_DIR=str(layout.ccache),
+               CCACHE_BASEDIR=str(layout.src), CCACHE_NOHASHDIR="1",
+               CCACHE_MAXSIZE=os.environ.get("CCACHE_MAXSIZE", "20G"))
+    frags = fragments(layout, flavour)
+    merged = staging / "fragments.config"
+    merged.write_text("".join(p.read_text() for p in frags))
+
+    # Estimate progress from the object count of the last build in this O= folder.
+    counter_file = obj / ".inode-duel-objects"
+    expected = int(counter_file.read_text()) if counter_file.exists() else 0
+    seen = 0
+    last_report = 0.0
+
+    def count(line: str) -> None:
+        nonlocal seen, last_report
+        if re.match(r"\s+(CC|AS|LD|AR)\s", line):
+            seen += 1
+        now = time.monotonic()
+        if now - last_report >= 30:
+            last_report = now
+            elapsed = now - started
+            if expected and seen:
+                frac = min(seen / expected, 0.99)
+                left = elapsed / frac * (1 - frac)
+                progress.say(f"  {kernel.name}/{flavour}: {seen}/{expected} steps, "
+                             f"about {progress.format_duration(left)} left")
+            else:
+                progress.say(f"  {kernel.name}/{flavour}: {seen} steps "
+                             f"({progress.format_duration(elapsed)})")
+
+    progress.say(f"building {kernel.name}/{flavour} ({len(kernel.patches)} patches, "
+                 f"commit {commit[:12]}), log: {staging / 'build.log'}")
+    with open(staging / "build.log", "w") as log:
+        _make(layout, obj, ["allnoconfig", f"KCONFIG_ALLCONFIG={merged}"], log, env)
+        problems = config_problems(frags, (obj / ".config").read_text())
+        if problems:
+            raise BuildError("config fragments not honoured (unmet dependencies?):\n" + "\n".join(
+                f"  {p.fragment}:{p.lineno}: {p.wanted} but .config has {p.got}"
+                for p in problems))
+        _make(layout, obj, [f"-j{jobs}", "CC=ccache gcc", "bzImage"], log, env, on_line=count)
+    counter_file.write_text(str(max(seen, 1)))
+    shutil.copy2(obj / "arch/x86/boot/bzImage", staging / "bzImage")
+    shutil.copy2(obj / ".config", staging / "config")
+    shutil.copy2(obj / "System.map", staging / "System.map")
+    duration = time.monotonic() - started
+    meta = {
+        "kernel": kernel.name,
+        "flavour": flavour,
+        "key": image.key,
+        "package_version": info.package_version,
+        "kernel_version": info.kernel_version,
+        "commit": commit,
+        "patches": [{"series": p.series, "file": p.path.name, "sha256": p.sha256,
+                     "subject": p.subject} for p in kernel.patches],
+        "compiler": compiler_version(),
+        "build_seconds": round(duration, 1),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    (staging / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    shutil.rmtree(image.directory, ignore_errors=True)
+    staging.rename(image.directory)
+    progress.say(f"built {kernel.name}/{flavour} in {progress.format_duration(duration)}")
+    return image

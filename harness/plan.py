@@ -1,0 +1,42 @@
+"""The plan of one boot: which workload steps the guest runs, as a shell script.
+
+The guest's /init sources it; the functions it calls live in
+guest/inode-duel.sh. One boot runs several steps to save boot time.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from harness.workloads import Workload
+
+
+@dataclass(frozen=True)
+class Step:
+    id: str  # s01, s02, ...: names the step's records
+    workload: Workload
+    fs: str
+    procs: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload.name}/{self.fs}/p{self.procs}"
+
+
+def make_steps(items: list[tuple[Workload, str, int]]) -> list[Step]:
+    return [Step(f"s{i:02d}", w, fs, procs) for i, (w, fs, procs) in enumerate(items, 1)]
+
+
+def render(steps: list[Step], cpus: int, header: str) -> str:
+    lines = [f"# {line}" for line in header.splitlines()]
+    lines.append(f"echo 'inode-duel: plan of {len(steps)} steps'")
+    for step in steps:
+        command = step.workload.command(procs=step.procs, cpus=cpus, fs=step.fs,
+                                        prefix=f"/tmp/{step.id}")
+        lines.append(" ".join([
+            "run_step", step.id, step.fs, str(step.workload.timeout_s),
+            "1" if step.workload.windowed else "0", command]))
+        lines.append(f"# {shlex.quote(step.label)}")
+    lines.append("finish")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,167 @@
+"""Kernels by name, the patches each is made of, and applying them with git am.
+
+mainline            pristine linux-source-6.1
+base                mainline + series-base/
+chinner, piggin     base + series-NAME/
+NAME@K              the series below NAME plus the first K patches of NAME
+NAME@*              every point of NAME, 0 .. all (expanded by expand_names)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import source
+from harness.layout import Layout
+
+SERIES_NAMES = ("base", "chinner", "piggin")
+KERNEL_NAMES = ("mainline",) + SERIES_NAMES
+
+
+class SeriesError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Patch:
+    series: str
+    index: int  # 1-based position in its series
+    path: Path
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+    @property
+    def subject(self) -> str:
+        for line in self.path.read_text(errors="replace").splitlines():
+            if line.startswith("Subject:"):
+                return line[len("Subject:"):].strip()
+        return self.path.name
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    patches: tuple[Patch, ...]
+
+    @property
+    def patch_digest(self) -> str:
+        """Identity of the applied patch contents, in order."""
+        h = hashlib.sha256()
+        for patch in self.patches:
+            h.update(f"{patch.series}/{patch.path.name}:{patch.sha256}\n".encode())
+        return h.hexdigest()
+
+
+def read_series(layout: Layout, name: str) -> list[Patch]:
+    """The patches listed in series-NAME/series, in order (quilt format)."""
+    directory = layout.series_dir(name)
+    series_file = directory / "series"
+    if not series_file.exists():
+        return []
+    patches = []
+    for lineno, line in enumerate(series_file.read_text().splitlines(), 1):
+        entry = line.split("#", 1)[0].strip()
+        if not entry:
+            continue
+        path = directory / entry.split()[0]
+        if not path.is_file():
+            raise SeriesError(f"{series_file}:{lineno}: {entry} does not exist")
+        patches.append(Patch(name, len(patches) + 1, path))
+    return patches
+
+
+def parent_of(name: str) -> str | None:
+    return {"base": "mainline", "chinner": "base", "piggin": "base"}.get(name)
+
+
+def resolve(layout: Layout, spec: str) -> Kernel:
+    """A kernel name (mainline, base, chinner, piggin, NAME@K) to its patch list."""
+    match = re.fullmatch(r"([a-z]+)(?:@(\d+))?", spec)
+    if not match or match.group(1) not in KERNEL_NAMES:
+        raise SeriesError(f"unknown kernel {spec!r}: expected one of "
+                          f"{', '.join(KERNEL_NAMES)} or NAME@K")
+    name, count = match.group(1), match.group(2)
+    if name == "mainline":
+        if count is not None:
+            raise SeriesError("mainline has no patches to bisect")
+        return Kernel(spec, ())
+    below = resolve(layout, parent_of(name)).patches
+    own = read_series(layout, name)
+    if count is not None:
+        k = int(count)
+        if k > len(own):
+            raise SeriesError(f"{spec}: series-{name} has only {len(own)} patches")
+        own = own[:k]
+    return Kernel(spec, below + tuple(own))
+
+
+def expand_names(layout: Layout, specs: list[str]) -> list[str]:
+    """Expand NAME@* into NAME@0 .. NAME@N."""
+    names = []
+    for spec in specs:
+        if spec.endswith("@*"):
+            name = spec[:-2]
+            if name not in SERIES_NAMES:
+                raise SeriesError(f"{spec}: only a series ({', '.join(SERIES_NAMES)}) "
+                                  "can be bisected")
+            names += [f"{name}@{k}" for k in range(len(read_series(layout, name)) + 1)]
+        else:
+            names.append(spec)
+    return names
+
+
+def series_exists(layout: Layout, name: str) -> bool:
+    return name == "mainline" or bool(read_series(layout, name))
+
+
+def describe_am_failure(src: Path, patch: Patch, am_output: str) -> str:
+    """Name the series, the patch and the hunk git could not apply."""
+    check = source.git(src, "apply", "--check", "-v", str(patch.path), check=False)
+    lines = [f"series-{patch.series}: patch {patch.index} ({patch.path.name}, "
+             f"\"{patch.subject}\") does not apply"]
+    detail = check.stderr.strip() or am_output.strip()
+    hunks = re.findall(r"^error: patch failed: (\S+):(\d+)$", detail, re.M)
+    for path, line in hunks:
+        lines.append(f"  hunk at {path}:{line} failed")
+    missing = re.findall(r"^error: (\S+): (does not exist in index|No such file or directory)$",
+                         detail, re.M)
+    for path, why in missing:
+        lines.append(f"  {path}: {why}")
+    searching = re.search(r"^error: while searching for:\n(.*?)(?=^error:)", detail, re.M | re.S)
+    if searching:
+        lines.append("  context git looked for:")
+        lines += ["    " + text for text in searching.group(1).rstrip().splitlines()[:12]]
+    if not hunks and not missing:
+        lines += ["  " + text for text in detail.splitlines()[-10:]]
+    return "\n".join(lines)
+
+
+def checkout(layout: Layout, info: source.SourceInfo, kernel: Kernel) -> str:
+    """Leave layout.src at a commit holding the kernel's tree; returns the commit.
+
+    The result of git am is kept under refs/inode-duel/ keyed by the patch
+    contents, so an unchanged kernel is checked out, not re-applied.
+    """
+    src = layout.src
+    ref = f"refs/inode-duel/{info.package_version}/{kernel.patch_digest[:16]}"
+    known = source.git(src, "rev-parse", "-q", "--verify", ref, check=False)
+    if known.returncode == 0:
+        commit = known.stdout.strip()
+        source.git(src, "checkout", "-q", "-f", "--detach", commit)
+        return commit
+    source.git(src, "checkout", "-q", "-f", "--detach", info.tag)
+    source.git(src, "am", "--abort", check=False)
+    for patch in kernel.patches:
+        applied = source.git(src, "am", "-q", "--no-3way", str(patch.path), check=False)
+        if applied.returncode != 0:
+            message = describe_am_failure(src, patch, applied.stdout + applied.stderr)
+            source.git(src, "am", "--abort", check=False)
+            raise SeriesError(message)
+    commit = source.git(src, "rev-parse", "HEAD").stdout.strip()
+    source.git(src, "update-ref", ref, commit)
+    return commit

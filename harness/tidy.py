@@ -1,0 +1,71 @@
+"""The tidy table: one row per measured number, the only thing the report reads.
+
+Tab-separated with a header, so gnuplot and any spreadsheet read it as is.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import astuple, dataclass, fields
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Row:
+    kernel: str
+    flavour: str  # perf or debug
+    mode: str  # tcg, tcg-icount or kvm
+    workload: str
+    fs: str
+    cpus: int
+    procs: int
+    repetition: int
+    phase: str  # the workload's timed phase ("all" for whole-step figures)
+    lock: str  # icache lock role for lock metrics, else ""
+    metric: str
+    value: float
+    unit: str
+    status: str  # the step's classification (ok, lockdep, ...)
+    cell: str  # cell key: which boot and step produced it
+
+
+COLUMNS = [f.name for f in fields(Row)]
+_TYPES = {f.name: f.type for f in fields(Row)}
+
+
+def write(rows: list[Row], path: Path) -> None:
+    buf = io.StringIO()
+    writer = csv.writer(buf, delimiter="\t", lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in rows:
+        writer.writerow(astuple(row))
+    tmp = path.with_suffix(".partial")
+    tmp.write_text(buf.getvalue())
+    tmp.rename(path)
+
+
+def _convert(name: str, value: str):
+    kind = _TYPES[name]
+    if kind in ("int", int):
+        return int(value)
+    if kind in ("float", float):
+        return float(value)
+    return value
+
+
+def read(path: Path) -> list[Row]:
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f, delimiter="\t")
+        missing = set(COLUMNS) - set(reader.fieldnames or [])
+        if missing:
+            raise ValueError(f"{path}: missing columns {', '.join(sorted(missing))}")
+        return [Row(**{k: _convert(k, r[k]) for k in COLUMNS}) for r in reader]
+
+
+def to_dicts(rows: list[Row]) -> list[dict]:
+    return [dict(zip(COLUMNS, astuple(r))) for r in rows]
+
+
+def from_dicts(items: list[dict]) -> list[Row]:
+    return [Row(**{k: _convert(k, str(d[k])) for k in COLUMNS}) for d in items]
