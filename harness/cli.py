@@ -87,8 +87,27 @@ def cmd_boot(args) -> int:
                              timeout_s=args.timeout,
                              on_line=(lambda line: print(line, file=sys.stderr))
                              if args.verbose else _marker_printer)
-    print((out / "boot.json").read_text())
+    json.dump(boot_summary(record), sys.stdout, indent=1)
+    print()
     return 0 if record.status == "ok" else 1
+
+
+def boot_summary(record: runner.BootRecord) -> dict:
+    """The headline of a boot; boot.json in its folder has everything."""
+    steps = []
+    for outcome in record.steps:
+        item = {"step": outcome.label, "status": outcome.status}
+        for fig in outcome.numbers.figures if outcome.numbers else ():
+            if fig.metric == "throughput":
+                item[f"{fig.phase} {fig.unit}"] = round(fig.value, 1)
+            elif fig.metric == "acquisitions_per_op":
+                item[f"{fig.phase} {fig.lock} acquisitions/op"] = round(fig.value, 3)
+        if outcome.numbers and outcome.numbers.error:
+            item["error"] = outcome.numbers.error
+        steps.append(item)
+    return {"status": record.status, "folder": str(record.directory),
+            "wall_s": round(record.wall_s, 1), "reports": list(record.reports),
+            "damaged": list(record.damaged), "steps": steps}
 
 
 def _marker_printer(line: str) -> None:

@@ -17,7 +17,7 @@ emit() { # emit NAME FILE
 		echo "@@record $1 $3 ${4%% *}"
 		gzip -c < "$2" | base64
 		echo "@@end $1"
-	} > $RESULTS
+	} >> $RESULTS
 }
 
 emit_text() { # emit_text NAME TEXT

@@ -1,0 +1,51 @@
+"""Config fragments must survive into .config; image keys follow their inputs."""
+
+from pathlib import Path
+
+import pytest
+
+from harness import kbuild, series, source
+from harness.layout import REPO_ROOT, default_layout
+
+
+def test_dropped_option_names_fragment_and_line(tmp_path):
+    frag = tmp_path / "x.config"
+    frag.write_text("# comment\nCONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=16\n")
+    dotconfig = "CONFIG_A=y\nCONFIG_B=y\nCONFIG_C=16\n"
+    problems = kbuild.config_problems([frag], dotconfig)
+    assert [(p.lineno, p.wanted, p.got) for p in problems] == [(3, "CONFIG_B=n", "y")]
+
+
+def test_fragment_syntax_error_names_line(tmp_path):
+    frag = tmp_path / "bad.config"
+    frag.write_text("CONFIG_A=y\nCONFIG A\n")
+    with pytest.raises(kbuild.BuildError, match=r"bad.config:2: not a config line"):
+        kbuild.parse_fragment(frag)
+
+
+def test_shipped_fragments_ask_for_what_the_design_needs():
+    wanted = {}
+    for flavour in kbuild.FLAVOURS:
+        for path in kbuild.fragments(default_layout(), flavour):
+            wanted[flavour, path.name] = kbuild.parse_fragment(path)
+    guest = wanted["debug", "guest.config"]
+    for option in ("CONFIG_SMP", "CONFIG_ACPI", "CONFIG_VIRTIO_BLK", "CONFIG_EXT4_FS",
+                   "CONFIG_TMPFS", "CONFIG_FHANDLE", "CONFIG_INOTIFY_USER", "CONFIG_SLUB"):
+        assert guest[option][1] == "y", option
+    debug = wanted["debug", "debug.config"]
+    for option in ("CONFIG_PROVE_LOCKING", "CONFIG_LOCK_STAT", "CONFIG_DEBUG_ATOMIC_SLEEP"):
+        assert debug[option][1] == "y", option
+    assert wanted["perf", "perf.config"]["CONFIG_LOCK_STAT"][1] == "n"
+
+
+def test_image_key_changes_with_patch_content(tmp_path):
+    info = source.SourceInfo("6.1.192-3", "6.1.192", "pristine/6.1.192-3")
+    frags = kbuild.fragments(default_layout(), "debug")
+    patch = tmp_path / "0001-x.patch"
+    patch.write_text("one")
+    kernel = series.Kernel("base", (series.Patch("base", 1, patch),))
+    key1 = kbuild.image_key(info, kernel, "debug", frags)
+    assert kbuild.image_key(info, kernel, "debug", frags) == key1
+    assert kbuild.image_key(info, kernel, "perf", frags) != key1
+    patch.write_text("two")
+    assert kbuild.image_key(info, kernel, "debug", frags) != key1

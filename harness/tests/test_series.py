@@ -1,0 +1,108 @@
+"""Kernel names, series files and git am failures that name the hunk."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import series, source
+from harness.layout import Layout
+
+PATCH = """\
+From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: Test <test@localhost>
+Date: Thu, 3 Dec 2026 00:00:00 +0000
+Subject: [PATCH] {subject}
+
+Why this change.
+
+Signed-off-by: Test <test@localhost>
+---
+ fs/inode.c | 2 +-
+ 1 file changed, 1 insertion(+), 1 deletion(-)
+
+diff --git a/fs/inode.c b/fs/inode.c
+--- a/fs/inode.c
++++ b/fs/inode.c
+@@ -1,3 +1,3 @@
+ line one
+-{old}
++{new}
+ line three
+--
+2.39.5
+"""
+
+
+@pytest.fixture
+def layout(tmp_path) -> Layout:
+    repo = tmp_path / "repo"
+    src = tmp_path / "build" / "src"
+    (src / "fs").mkdir(parents=True)
+    (src / "fs" / "inode.c").write_text("line one\nline two\nline three\n")
+    git = ["git", "-C", str(src), *source.GIT_IDENTITY]
+    subprocess.run(["git", "init", "-q", str(src)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "pristine"], check=True)
+    subprocess.run([*git, "tag", "pristine/1"], check=True)
+    for name in series.SERIES_NAMES:
+        (repo / f"series-{name}").mkdir(parents=True)
+        (repo / f"series-{name}" / "series").write_text("")
+    return Layout(repo=repo, build=tmp_path / "build", ccache=tmp_path / "ccache")
+
+
+INFO = source.SourceInfo("1", "6.1.0", "pristine/1")
+
+
+def add_patch(layout, name, filename, **fields):
+    d = layout.series_dir(name)
+    (d / filename).write_text(PATCH.format(**fields))
+    with open(d / "series", "a") as f:
+        f.write(filename + "\n")
+
+
+def test_names_resolve_to_patch_lists(layout):
+    add_patch(layout, "base", "0001-a.patch", subject="a", old="line two", new="line 2")
+    add_patch(layout, "piggin", "0001-b.patch", subject="b", old="line 2", new="line II")
+    add_patch(layout, "piggin", "0002-c.patch", subject="c", old="line II", new="line 2b")
+    assert series.resolve(layout, "mainline").patches == ()
+    assert [p.path.name for p in series.resolve(layout, "piggin").patches] == \
+        ["0001-a.patch", "0001-b.patch", "0002-c.patch"]
+    assert [p.path.name for p in series.resolve(layout, "piggin@1").patches] == \
+        ["0001-a.patch", "0001-b.patch"]
+    assert series.expand_names(layout, ["piggin@*"]) == ["piggin@0", "piggin@1", "piggin@2"]
+    with pytest.raises(series.SeriesError, match="has only 2 patches"):
+        series.resolve(layout, "piggin@3")
+    with pytest.raises(series.SeriesError, match="unknown kernel 'nick'"):
+        series.resolve(layout, "nick")
+
+
+def test_missing_patch_names_series_file_and_line(layout):
+    (layout.series_dir("chinner") / "series").write_text("# comment\nnot-there.patch\n")
+    with pytest.raises(series.SeriesError, match=r"series-chinner/series:2: not-there.patch"):
+        series.read_series(layout, "chinner")
+
+
+def test_checkout_applies_and_caches(layout):
+    add_patch(layout, "base", "0001-a.patch", subject="a", old="line two", new="line 2")
+    kernel = series.resolve(layout, "base")
+    commit = series.checkout(layout, INFO, kernel)
+    assert (layout.src / "fs" / "inode.c").read_text() == "line one\nline 2\nline three\n"
+    assert series.checkout(layout, INFO, kernel) == commit
+
+
+def test_failed_patch_names_series_patch_and_hunk(layout):
+    add_patch(layout, "base", "0001-a.patch", subject="a", old="line two", new="line 2")
+    add_patch(layout, "chinner", "0001-ok.patch", subject="ok", old="line 2", new="line B")
+    add_patch(layout, "chinner", "0002-stale.patch", subject="stale one",
+              old="line two", new="line C")
+    with pytest.raises(series.SeriesError) as err:
+        series.checkout(layout, INFO, series.resolve(layout, "chinner"))
+    message = str(err.value)
+    assert "series-chinner: patch 2 (0002-stale.patch" in message
+    assert "stale one" in message
+    assert "hunk at fs/inode.c:1 failed" in message
+    # The tree is left clean for the next attempt.
+    status = subprocess.run(["git", "-C", str(layout.src), "status", "--porcelain"],
+                            capture_output=True, text=True).stdout
+    assert status == ""
