@@ -1,7 +1,8 @@
 """The guest's userspace: an initramfs and an ext4 disk image, made on the host.
 
-The initramfs holds busybox (static), fio with the shared libraries it links,
-the workload programs compiled here with gcc -static, and the init script.
+The initramfs holds busybox (static), fio with the shared libraries it links
+and the job files of workloads/fio/, the workload programs compiled here with
+gcc -static, and the init scripts of harness/guest/.
 It is rebuilt only when one of those inputs changes (content hash).
 """
 
@@ -97,6 +98,9 @@ def initramfs_entries(layout: Layout, workload_bins: list[Path]) -> dict[str, tu
         entries[d] = (stat.S_IFDIR | 0o755, b"")
     _add_file(entries, "init", GUEST_DIR / "init")
     _add_file(entries, "lib/inode-duel.sh", GUEST_DIR / "inode-duel.sh", 0o644)
+    _add_file(entries, "bin/fiostep", GUEST_DIR / "fiostep")
+    for jobfile in sorted((layout.workloads / "fio").glob("*.fio")):
+        _add_file(entries, f"workloads/fio/{jobfile.name}", jobfile, 0o644)
     _add_file(entries, "bin/busybox", BUSYBOX)
     applets = subprocess.run([str(BUSYBOX), "--list"], capture_output=True, text=True,
                              check=True).stdout.split()

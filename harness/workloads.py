@@ -8,6 +8,7 @@ A declaration is 'key = value' lines; '#' starts a comment. Keys:
                 {procs}  worker processes   {cpus}  vCPUs of the boot
                 {dir}    the work directory (a fresh mount of {fs})
                 {dev}    the block device under {dir} (ext4), else empty
+                {source} what to mount on {dir}: the device, or tmpfs
                 {fs}     tmpfs or ext4
                 {prefix} where the command leaves extra output (lock_stat
                          windows {prefix}.PHASE.lock_stat, fio {prefix}.fio.json)
@@ -32,7 +33,7 @@ from pathlib import Path
 
 FILESYSTEMS = ("tmpfs", "ext4")
 OUTPUTS = ("result-lines", "fio-json")
-PLACEHOLDERS = {"procs", "cpus", "dir", "dev", "fs", "prefix"}
+PLACEHOLDERS = {"procs", "cpus", "dir", "dev", "source", "fs", "prefix"}
 KEYS = {"name", "summary", "run", "output", "fs", "procs", "windowed", "timeout",
         "default", "unit"}
 REQUIRED = ("name", "summary", "run", "output", "fs")
@@ -63,8 +64,9 @@ class Workload:
 
     def command(self, *, procs: int, cpus: int, fs: str, prefix: str,
                 workdir: str = "/mnt/work") -> str:
+        dev = "/dev/vda" if fs == "ext4" else ""
         return self.run.format(procs=procs, cpus=cpus, fs=fs, prefix=prefix, dir=workdir,
-                               dev="/dev/vda" if fs == "ext4" else "")
+                               dev=dev, source=dev or fs)
 
 
 def _fail(path: Path, lineno: int | None, message: str):
