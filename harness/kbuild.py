@@ -117,12 +117,6 @@ def config_problems(fragment_paths: list[Path], dotconfig: str) -> list[ConfigPr
     return problems
 
 
-def find_image(layout: Layout, info: source.SourceInfo, kernel: series.Kernel,
-               flavour: str) -> KernelImage:
-    key = image_key(info, kernel, flavour, fragments(layout, flavour))
-    return KernelImage(kernel.name, flavour, key, image_dir(layout, kernel.name, flavour, key))
-
-
 def is_built(image: KernelImage) -> bool:
     return (image.directory / "meta.json").exists() and image.bzimage.exists()
 
@@ -148,9 +142,16 @@ def _make(layout: Layout, obj: Path, args: list[str], log, env: dict[str, str],
 
 def build(layout: Layout, kernel_name: str, flavour: str, jobs: int | None = None) -> KernelImage:
     """Build (or find already built) the image of one kernel in one flavour."""
+    return build_kernel(layout, series.resolve(layout, kernel_name), flavour, jobs=jobs)
+
+
+def build_kernel(layout: Layout, kernel: series.Kernel, flavour: str,
+                 extra_fragments: tuple[Path, ...] = (), jobs: int | None = None) -> KernelImage:
+    """Build any kernel: a named one, or a test kernel with patches and config of its own."""
     info = source.ensure_pristine(layout)
-    kernel = series.resolve(layout, kernel_name)
-    image = find_image(layout, info, kernel, flavour)
+    frags = fragments(layout, flavour) + list(extra_fragments)
+    key = image_key(info, kernel, flavour, frags)
+    image = KernelImage(kernel.name, flavour, key, image_dir(layout, kernel.name, flavour, key))
     if is_built(image):
         return image
     layout.build.mkdir(parents=True, exist_ok=True)
@@ -159,11 +160,13 @@ def build(layout: Layout, kernel_name: str, flavour: str, jobs: int | None = Non
         fcntl.flock(lock, fcntl.LOCK_EX)
         if is_built(image):
             return image
-        return _build_locked(layout, info, kernel, flavour, image, jobs or os.cpu_count() or 1)
+        return _build_locked(layout, info, kernel, flavour, frags, image,
+                             jobs or os.cpu_count() or 1)
 
 
 def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel,
-                  flavour: str, image: KernelImage, jobs: int) -> KernelImage:
+                  flavour: str, frags: list[Path], image: KernelImage,
+                  jobs: int) -> KernelImage:
     started = time.monotonic()
     commit = series.checkout(layout, info, kernel)
     obj = layout.objects / flavour
@@ -175,7 +178,6 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
     env = dict(os.environ, **BUILD_ENV, CCACHE_DIR=str(layout.ccache),
                CCACHE_BASEDIR=str(layout.src), CCACHE_NOHASHDIR="1",
                CCACHE_MAXSIZE=os.environ.get("CCACHE_MAXSIZE", "20G"))
-    frags = fragments(layout, flavour)
     merged = staging / "fragments.config"
     merged.write_text("".join(p.read_text() for p in frags))
 

@@ -183,7 +183,7 @@ def boot(spec: BootSpec, out_dir: Path, on_line=None) -> BootOutcome:
                     open_steps[mark.group(1)] = (now, meter())
                 elif mark and mark.group(1) in open_steps:
                     t0, c0 = open_steps.pop(mark.group(1))
-                    steps.append(StepWindow(mark.group(1), now - t0, meter() - c0))
+                    steps.append(StepWindow(mark.group(1), now - t0, max(0.0, meter() - c0)))
                 if on_line:
                     on_line(line)
         others = meter()
