@@ -170,6 +170,15 @@ _PC_FUNC = re.compile(r"\[<[0-9a-fA-F]+>\] +" + _FUNC)
 _RIP = re.compile(r"^N?[RE]?IP: (?:[0-9a-f]+:)?(?:\[<[0-9a-fA-F]+>\] +)?" + _FUNC)
 _WARN_AT = re.compile(r" at (?:\S+:\d+ )?" + _FUNC)
 _SRC = re.compile(r"^(?P<src>[A-Za-z0-9_\-/.]+\.[a-z]+:\d+) ")
+# A kernel built with O= prints __FILE__ relative to the object folder
+# ("../../src/lib/x.c"): cut the path back to the tree's top-level folder.
+_TREE_TOP = re.compile(r"(?:^|/)((?:arch|block|certs|crypto|drivers|fs|include|init|io_uring|ipc|"
+                       r"kernel|lib|mm|net|rust|samples|security|sound|virt)/.*)$")
+
+
+def _tree_path(path: str) -> str:
+    match = _TREE_TOP.search(path)
+    return match.group(1) if match else path
 
 # Frames that say where the report was printed, not where the bug is: the
 # locking primitives, lockdep itself, the WARN/BUG machinery, printk, sanitizers
@@ -335,7 +344,7 @@ def _title(kind: str, msgs: list[str]) -> str:
         return _in("held lock freed", _first_after(msgs, "held lock freed", _AT))
     if kind == "rcu":
         src = next((m.group("src") for m in map(_SRC.match, msgs[1:]) if m), None)
-        return f"suspicious RCU usage at {src}" if src else "suspicious RCU usage"
+        return f"suspicious RCU usage at {_tree_path(src)}" if src else "suspicious RCU usage"
     if kind == "sleep-in-atomic":
         if head.startswith("BUG: scheduling while atomic"):
             return _in("BUG: scheduling while atomic",
