@@ -2,6 +2,7 @@
 #
 #   make compare   [KERNELS="mainline base ..."] [CPUS="1 2"] [REPEAT=3] [WORKLOADS=default|all|names]
 #   make kernels   [KERNELS=...]        build (or find cached) perf and debug images
+#   make bisect-check SERIES=NAME       every patch of a series builds, boots, passes checkpatch
 #   make test                           unit tests and the end-to-end boot test
 #   make clean                          remove build/ (kernel tree, objects, images)
 #
@@ -26,7 +27,7 @@ PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static fio gnuplot-no
 	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs gcc make
 DEPS_STAMP = build/.deps-$(shell echo $(PACKAGES) | md5sum | cut -c1-8)
 
-.PHONY: compare kernels test unit-test e2e-test clean deps check-workloads
+.PHONY: compare kernels bisect-check test unit-test clean deps check-workloads
 
 compare: $(DEPS_STAMP) check-workloads
 	$(HARNESS) compare --kernels $(KERNELS) --cpus $(CPUS) --repeat $(REPEAT) \
@@ -36,6 +37,9 @@ compare: $(DEPS_STAMP) check-workloads
 
 kernels: $(DEPS_STAMP)
 	$(HARNESS) build $(KERNELS)
+
+bisect-check: $(DEPS_STAMP)
+	$(HARNESS) bisect-check $(or $(SERIES),$(error SERIES=base|chinner|piggin is required))
 
 check-workloads:
 	$(HARNESS) check-workloads

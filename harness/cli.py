@@ -4,6 +4,7 @@
     build [--flavour F] KERNEL...                     build (or find) kernel images
     boot KERNEL [--flavour F] [--cpus N] ...          one boot, workloads of your choice
     compare [--kernels ...] [--cpus ...] ...          the measurement matrix
+    bisect-check SERIES                               every patch builds, boots, checkpatch
     check-workloads                                   validate workloads/*.wl
 """
 
@@ -16,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import (channel, compare, fio, guest, kbuild, lockdep_graph, lockstat, plan,
+from harness import (bisect, channel, compare, fio, guest, kbuild, lockdep_graph, lockstat, plan,
                      progress, qemu, reports, runner, series, source, workloads)
 from harness.layout import default_layout
 
@@ -146,6 +147,16 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_bisect_check(args) -> int:
+    results = bisect.check_series(default_layout(), args.series, cpus=args.cpus)
+    json.dump([dict(r.__dict__, ok=r.ok) for r in results], sys.stdout, indent=1)
+    print()
+    failed = [r.kernel for r in results if not r.ok]
+    progress.say(f"bisect-check: {len(results) - len(failed)} of {len(results)} points pass"
+                 + (f"; failing: {' '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
 def cmd_check_workloads(args) -> int:
     layout = default_layout()
     known = workloads.load_all(layout.workloads)
@@ -197,6 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-dir")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("bisect-check", help="every point of a series builds, boots, checkpatch")
+    p.add_argument("series", choices=series.SERIES_NAMES)
+    p.add_argument("--cpus", type=int, default=min(2, os.cpu_count() or 1))
+    p.set_defaults(func=cmd_bisect_check)
 
     p = sub.add_parser("check-workloads", help="validate workloads/*.wl")
     p.set_defaults(func=cmd_check_workloads)
