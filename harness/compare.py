@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import guest, kbuild, lockorder, plan, progress, qemu, runner, series, tidy
+from harness import (guest, kbuild, lockdep_graph, lockorder, plan, progress, qemu, runner,
+                     series, tidy)
 from harness.layout import Layout
 from harness.workloads import Workload
 
@@ -97,6 +98,17 @@ class CompareResult:
     rows: list[tidy.Row] = field(default_factory=list)
     boots: list[runner.BootRecord] = field(default_factory=list)
     reruns: int = 0
+    # kernel -> icache edges lockdep observed: (held, taken, held role, taken role)
+    edges: dict[str, set[tuple[str, str, str, str]]] = field(default_factory=dict)
+
+
+def observed_edges(boot_dir: Path, patterns: dict[str, tuple[str, ...]]) -> list[list[str]]:
+    """The icache lock-order edges of a debug boot's /proc/lockdep."""
+    dump = boot_dir / "files" / "lockdep"
+    if not dump.exists():
+        return []
+    edges = lockdep_graph.parse(dump.read_text(errors="replace"))
+    return [list(e) for e in lockorder.icache_edges(edges, patterns)]
 
 
 def cell_key(image: kbuild.KernelImage, initramfs: Path, config: BootConfig,
@@ -198,6 +210,8 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
         for cell in cells:
             if cell.stored:
                 result.rows += tidy.from_dicts(cell.stored["rows"])
+                result.edges.setdefault(config.kernel, set()).update(
+                    tuple(e) for e in cell.stored.get("edges", []))
                 link_tree(layout.results / cell.stored["boot"],
                           run_dir / "boots" / Path(cell.stored["boot"]).name)
         if todo:
@@ -222,6 +236,8 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
         result.boots.append(record)
         progress.say(f"  {config.label}: {record.status} in {record.wall_s:.0f}s"
                      + (f" ({len(record.reports)} kernel reports)" if record.reports else ""))
+        edges = observed_edges(boot_dir, patterns[config.kernel]) \
+            if config.flavour == "debug" else []
         retry: list[Cell] = []
         for cell, outcome in zip(todo, record.steps):
             reruns = (cell.stored or {}).get("reruns", 0)
@@ -238,9 +254,10 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
                 continue
             content = {"label": cell.label, "boot": f"boots/{boot_id}", "step": outcome.step,
                        "status": outcome.status, "reruns": reruns,
-                       "rows": rows_for(cell, outcome, boot_id, reruns)}
+                       "rows": rows_for(cell, outcome, boot_id, reruns), "edges": edges}
             store_cell(layout, cell.key, content)
             result.rows += tidy.from_dicts(content["rows"])
+            result.edges.setdefault(config.kernel, set()).update(tuple(e) for e in edges)
         link_tree(boot_dir, run_dir / "boots" / boot_id)
         meter.finish()
         attempts += 1
@@ -248,8 +265,28 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
             pending.append((config, retry))
             meter.total += 1
     tidy.write(result.rows, run_dir / "tidy.tsv")
+    write_conformance(layout, run_dir, result)
     write_manifest(layout, run_dir, matrix, images, accel, time.monotonic() - started, result)
     return result
+
+
+def write_conformance(layout: Layout, run_dir: Path, result: CompareResult) -> None:
+    """Per kernel: the icache edges lockdep saw, and those its lock-order does not allow."""
+    out = {}
+    for kernel, edges in sorted(result.edges.items()):
+        try:
+            order = lockorder.load_for(layout, kernel)
+        except lockorder.LockOrderError as err:
+            out[kernel] = {"error": str(err), "edges": sorted(list(e) for e in edges)}
+            continue
+        allowed = order.allowed
+        out[kernel] = {
+            "lock_order_file": str(order.path.relative_to(layout.repo)),
+            "edges": sorted(list(e) for e in edges),
+            "role_edges": sorted({(e[2], e[3]) for e in edges}),
+            "violations": sorted(list(e) for e in edges if (e[2], e[3]) not in allowed),
+        }
+    (run_dir / "lockorder.json").write_text(json.dumps(out, indent=1) + "\n")
 
 
 def probe_spec(layout: Layout, image: kbuild.KernelImage, files: guest.GuestFiles,

@@ -18,6 +18,7 @@ class Layout:
     repo: Path
     build: Path
     ccache: Path
+    results: Path
 
     @property
     def src(self) -> Path:
@@ -47,18 +48,15 @@ class Layout:
     def workloads(self) -> Path:
         return self.repo / "workloads"
 
-    @property
-    def results(self) -> Path:
-        return self.repo / "results"
-
     def series_dir(self, name: str) -> Path:
         return self.repo / f"series-{name}"
 
 
 def default_layout(environ: dict[str, str] | None = None) -> Layout:
-    """The layout for this checkout; BUILD_DIR and CCACHE_DIR override."""
+    """The layout for this checkout; BUILD_DIR, RESULTS_DIR and CCACHE_DIR override."""
     env = os.environ if environ is None else environ
     build = Path(env.get("BUILD_DIR", REPO_ROOT / "build")).resolve()
+    results = Path(env.get("RESULTS_DIR", REPO_ROOT / "results")).resolve()
     cache_home = Path(env.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     ccache = Path(env.get("CCACHE_DIR", cache_home / "inode-duel" / "ccache"))
-    return Layout(repo=REPO_ROOT, build=build, ccache=ccache.resolve())
+    return Layout(repo=REPO_ROOT, build=build, ccache=ccache.resolve(), results=results)

@@ -4,11 +4,12 @@ These boot real kernels in QEMU (a few tens of seconds each, after a build of
 4-10 minutes when nothing is cached).
 """
 
+import dataclasses
 import json
 
 import pytest
 
-from harness import guest, kbuild, plan, qemu, runner, workloads
+from harness import compare, guest, kbuild, plan, qemu, runner, tidy, workloads
 from harness.layout import REPO_ROOT, default_layout
 
 pytestmark = pytest.mark.boot
@@ -62,3 +63,25 @@ def test_mainline_debug_boot_measures_throughput_and_locks(built, tmp_path):
     ext4 = {(f.lock, f.metric): f.value for f in record.steps[1].numbers.figures}
     # tmpfs never hashes inodes; ext4 does (design.md section 6).
     assert ext4["hash", "acquisitions_per_op"] > 0
+
+
+def test_compare_writes_a_run_and_resumes_without_redoing_cells(built, tmp_path):
+    layout, _, _ = built
+    layout = dataclasses.replace(layout, results=tmp_path / "results")
+    create = workloads.load_all(layout.workloads)["create-unlink"]
+    matrix = compare.Matrix(kernels=["mainline"], cpus=[1], workloads=[create], repeat=0,
+                            flavours=("debug",))
+    first = compare.run(layout, matrix, tmp_path / "run1", accel="tcg")
+    assert len(first.boots) == 1 and first.boots[0].status == "ok"
+    rows = tidy.read(tmp_path / "run1" / "tidy.tsv")
+    assert {(r.fs, r.metric) for r in rows} >= {("tmpfs", "throughput"), ("ext4", "throughput")}
+    conformance = json.loads((tmp_path / "run1" / "lockorder.json").read_text())
+    assert conformance["mainline"]["edges"], "lockdep saw no icache edges"
+    assert conformance["mainline"]["violations"] == []
+    manifest = json.loads((tmp_path / "run1" / "manifest.json").read_text())
+    assert manifest["kernels"]["mainline"]["patches"] == []
+
+    # Interrupted or not, the same compare again reuses every finished cell.
+    second = compare.run(layout, matrix, tmp_path / "run2", accel="tcg")
+    assert second.boots == []
+    assert sorted(map(repr, tidy.read(tmp_path / "run2" / "tidy.tsv"))) == sorted(map(repr, rows))

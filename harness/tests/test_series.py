@@ -48,7 +48,8 @@ def layout(tmp_path) -> Layout:
     for name in series.SERIES_NAMES:
         (repo / f"series-{name}").mkdir(parents=True)
         (repo / f"series-{name}" / "series").write_text("")
-    return Layout(repo=repo, build=tmp_path / "build", ccache=tmp_path / "ccache")
+    return Layout(repo=repo, build=tmp_path / "build", ccache=tmp_path / "ccache",
+                  results=tmp_path / "results")
 
 
 INFO = source.SourceInfo("1", "6.1.0", "pristine/1")
