@@ -20,6 +20,7 @@ ICOUNT_REPEAT ?= 1
 WORKLOADS ?= default
 FLAVOURS ?= perf debug
 RUN_DIR ?=
+BASELINE ?= mainline
 V ?=
 
 HARNESS = $(PYTHON) -m harness
@@ -27,13 +28,16 @@ PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static fio gnuplot-no
 	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs gcc make
 DEPS_STAMP = build/.deps-$(shell echo $(PACKAGES) | md5sum | cut -c1-8)
 
-.PHONY: compare kernels bisect-check test unit-test clean deps check-workloads
+.PHONY: compare report kernels bisect-check test unit-test clean deps check-workloads
 
 compare: $(DEPS_STAMP) check-workloads
 	$(HARNESS) compare --kernels $(KERNELS) --cpus $(CPUS) --repeat $(REPEAT) \
 		--debug-repeat $(DEBUG_REPEAT) --icount-repeat $(ICOUNT_REPEAT) \
-		--workloads $(WORKLOADS) --flavours $(FLAVOURS) \
+		--workloads $(WORKLOADS) --flavours $(FLAVOURS) --baseline $(BASELINE) \
 		$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v)
+
+report:
+	$(HARNESS) report $(RUN_DIR) --baseline $(BASELINE)
 
 kernels: $(DEPS_STAMP)
 	$(HARNESS) build $(KERNELS)

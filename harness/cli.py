@@ -3,7 +3,8 @@
     parse lockstat|reports|lockdep|fio|records FILE   JSON on stdout
     build [--flavour F] KERNEL...                     build (or find) kernel images
     boot KERNEL [--flavour F] [--cpus N] ...          one boot, workloads of your choice
-    compare [--kernels ...] [--cpus ...] ...          the measurement matrix
+    compare [--kernels ...] [--cpus ...] ...          the measurement matrix, then its report
+    report [RUN_DIR] [--baseline K]                   report.md and report.html of a run
     bisect-check SERIES                               every patch builds, boots, checkpatch
     check-workloads                                   validate workloads/*.wl
 """
@@ -17,8 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from harness import (bisect, channel, compare, fio, guest, kbuild, lockdep_graph, lockstat, plan,
-                     progress, qemu, reports, runner, series, source, workloads)
+from harness import (bisect, channel, charts, compare, fio, guest, kbuild, lockdep_graph,
+                     lockstat, plan, progress, qemu, report, reports, runner, series, source,
+                     workloads)
 from harness.layout import default_layout
 
 EXIT_USAGE = 2
@@ -144,6 +146,18 @@ def cmd_compare(args) -> int:
                           if run_dir.resolve().is_relative_to(layout.results.resolve())
                           else run_dir.resolve())
     progress.say(f"compare done: {len(result.rows)} rows in {run_dir / 'tidy.tsv'}")
+    md, page = report.write(layout, run_dir, args.baseline)
+    progress.say(f"report: {md} and {page}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    layout = default_layout()
+    run_dir = Path(args.run_dir) if args.run_dir else layout.results / "latest"
+    if not (run_dir / "tidy.tsv").exists():
+        raise FileNotFoundError(f"{run_dir}: no tidy.tsv (not a run folder)")
+    md, page = report.write(layout, run_dir.resolve(), args.baseline)
+    progress.say(f"report: {md} and {page}")
     return 0
 
 
@@ -206,8 +220,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flavours", nargs="*", default=["perf", "debug"])
     p.add_argument("--accel", choices=["tcg", "kvm"], help="skip the KVM probe")
     p.add_argument("--run-dir")
+    p.add_argument("--baseline", default="mainline", help="kernel the others are compared to")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("report", help="write report.md/report.html of a run folder")
+    p.add_argument("run_dir", nargs="?", help="default: results/latest")
+    p.add_argument("--baseline", default="mainline")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("bisect-check", help="every point of a series builds, boots, checkpatch")
     p.add_argument("series", choices=series.SERIES_NAMES)
@@ -220,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 ERRORS = (series.SeriesError, kbuild.BuildError, workloads.WorkloadError, source.SourceError,
-          guest.GuestError, qemu.QemuError, FileNotFoundError)
+          guest.GuestError, qemu.QemuError, charts.ChartError, FileNotFoundError)
 
 
 def main(argv: list[str] | None = None) -> int:

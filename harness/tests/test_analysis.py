@@ -1,0 +1,59 @@
+"""Verdicts from a tidy table: winners, exact counts, noise."""
+
+from harness import analysis, tidy
+
+
+def row(kernel, metric, value, *, flavour="perf", mode="tcg", cpus=2, rep=1, lock="",
+        phase="create-unlink", fs="tmpfs", cell=None, status="ok"):
+    return tidy.Row(kernel, flavour, mode, "create-unlink", fs, cpus, cpus, rep, phase, lock,
+                    metric, value, "", status, cell or f"{kernel}-{flavour}-{mode}-{cpus}-{rep}")
+
+
+def test_exact_lock_counts_decide_even_with_two_kernels_one_boot_each():
+    rows = [row("mainline", "acquisitions_per_op", 8.0, flavour="debug", lock="i_lock"),
+            row("mainline", "acquisitions_per_op", 2.0, flavour="debug", lock="sb_list"),
+            row("base", "acquisitions_per_op", 8.0, flavour="debug", lock="i_lock"),
+            row("base", "acquisitions_per_op", 2.0, flavour="debug", lock="sb_list"),
+            row("base", "acquisitions_per_op", 6.0, flavour="debug", lock="global"),
+            row("mainline", "throughput", 1000.0), row("base", "throughput", 900.0)]
+    exact = [v for v in analysis.verdicts(rows, "mainline") if v.evidence == "exact"]
+    assert len(exact) == 1
+    v = exact[0]
+    assert v.summaries["mainline"].mean == 10.0 and v.summaries["base"].mean == 16.0
+    assert v.winner == "mainline" and v.decided
+    assert v.comparison("base").change == 0.6
+
+
+def test_noisy_throughput_is_not_decided():
+    rows = [row(k, "throughput", v, rep=i + 1)
+            for k, vals in (("mainline", (1000, 1300, 800)), ("base", (950, 1200, 900)))
+            for i, v in enumerate(vals)]
+    (v,) = [v for v in analysis.verdicts(rows, "mainline") if v.evidence == "tcg"]
+    assert v.winner == "mainline"
+    assert not v.decided
+
+
+def test_separated_throughput_is_decided_and_icount_is_its_own_evidence():
+    rows = [row(k, "throughput", v, rep=i + 1)
+            for k, vals in (("mainline", (1000, 1010, 990)), ("base", (500, 505, 495)))
+            for i, v in enumerate(vals)]
+    rows += [row("mainline", "throughput", 1545.0, mode="tcg-icount", cpus=1),
+             row("base", "throughput", 1400.0, mode="tcg-icount", cpus=1)]
+    verdicts = {v.evidence: v for v in analysis.verdicts(rows, "mainline")}
+    assert verdicts["tcg"].decided and verdicts["tcg"].winner == "mainline"
+    assert verdicts["icount"].summaries["base"].mean == 1400.0
+    assert verdicts["icount"].cpus == 1
+
+
+def test_failed_steps_do_not_count():
+    rows = [row("mainline", "throughput", 1000.0), row("base", "throughput", 1.0,
+                                                        status="lockdep")]
+    (v,) = analysis.verdicts(rows, "mainline")
+    assert list(v.summaries) == ["mainline"]
+
+
+def test_lockdep_counts_keep_zeros():
+    rows = [row("mainline", "lockdep_reports", 0, flavour="debug"),
+            row("base", "lockdep_reports", 1, flavour="debug", status="lockdep")]
+    assert analysis.lockdep_counts(rows) == {("mainline", "create-unlink", "tmpfs"): 0,
+                                             ("base", "create-unlink", "tmpfs"): 1}
