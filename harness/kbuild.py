@@ -181,9 +181,12 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
     merged = staging / "fragments.config"
     merged.write_text("".join(p.read_text() for p in frags))
 
-    # Estimate progress from the object count of the last build in this O= folder.
-    counter_file = obj / ".inode-duel-objects"
-    expected = int(counter_file.read_text()) if counter_file.exists() else 0
+    # A build from an empty O= folder compiles everything: estimate its progress
+    # from the step count of the last such build. An incremental build (the
+    # folder holds another kernel's objects) compiles an unknown subset.
+    counter_file = layout.objects / f".{flavour}-full-build-steps"
+    incremental = (obj / "vmlinux").exists()
+    expected = 0 if incremental or not counter_file.exists() else int(counter_file.read_text())
     seen = 0
     last_report = 0.0
 
@@ -201,8 +204,9 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
                 progress.say(f"  {kernel.name}/{flavour}: {seen}/{expected} steps, "
                              f"about {progress.format_duration(left)} left")
             else:
+                kind = "incremental build" if incremental else "first build"
                 progress.say(f"  {kernel.name}/{flavour}: {seen} steps "
-                             f"({progress.format_duration(elapsed)})")
+                             f"({kind}, {progress.format_duration(elapsed)})")
 
     progress.say(f"building {kernel.name}/{flavour} ({len(kernel.patches)} patches, "
                  f"commit {commit[:12]}), log: {staging / 'build.log'}")
@@ -214,7 +218,8 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
                 f"  {p.fragment}:{p.lineno}: {p.wanted} but .config has {p.got}"
                 for p in problems))
         _make(layout, obj, [f"-j{jobs}", "CC=ccache gcc", "bzImage"], log, env, on_line=count)
-    counter_file.write_text(str(max(seen, 1)))
+    if not incremental:
+        counter_file.write_text(str(max(seen, 1)))
     shutil.copy2(obj / "arch/x86/boot/bzImage", staging / "bzImage")
     shutil.copy2(obj / ".config", staging / "config")
     shutil.copy2(obj / "System.map", staging / "System.map")
