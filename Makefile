@@ -9,11 +9,18 @@
 # Knobs: KERNELS (default: every kernel whose series exists; NAME@* bisects),
 # CPUS (default: 1 and 2, never more than the host's cores unless you ask),
 # REPEAT (perf boots per kernel and vCPU count), DEBUG_REPEAT, ICOUNT_REPEAT,
-# WORKLOADS, FLAVOURS, BASELINE, V=1 (echo the guest console).
+# WORKLOADS, FLAVOURS, BASELINE, FULL=1 (all workloads, REPEAT=5,
+# ICOUNT_REPEAT=3), V=1 (echo the guest console).
 
 PYTHON ?= /usr/bin/python3
 KERNELS ?=
 CPUS ?=
+ifdef FULL
+# Everything: every workload, more boots for tighter intervals.
+REPEAT ?= 5
+ICOUNT_REPEAT ?= 3
+WORKLOADS ?= all
+endif
 REPEAT ?= 3
 DEBUG_REPEAT ?= 1
 ICOUNT_REPEAT ?= 1

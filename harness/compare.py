@@ -169,6 +169,28 @@ def rows_for(cell: Cell, outcome: runner.StepOutcome, boot_id: str,
     return tidy.to_dicts(rows)
 
 
+BOOT_OVERHEAD_S = 15.0  # QEMU start to /init, plan setup, final dumps
+UNKNOWN_STEP_S = 30.0
+
+
+def estimate_seconds(layout: Layout, pending: list[tuple[BootConfig, list[Cell]]]) -> float:
+    """Time the pending boots should take, from the step times of earlier cells."""
+    history: dict[tuple, list[float]] = {}
+    directory = cells_dir(layout)
+    for path in directory.glob("*.json") if directory.exists() else ():
+        cell = json.loads(path.read_text())
+        if cell.get("wall_s") and cell.get("history"):
+            history.setdefault(tuple(cell["history"]), []).append(cell["wall_s"])
+    total = 0.0
+    for config, cells in pending:
+        total += BOOT_OVERHEAD_S
+        for cell in cells:
+            seen = history.get((cell.workload.name, cell.fs, config.flavour, config.mode,
+                                config.cpus))
+            total += sorted(seen)[len(seen) // 2] if seen else UNKNOWN_STEP_S
+    return total
+
+
 def link_tree(source: Path, target: Path) -> None:
     if target.exists():
         return
@@ -217,8 +239,10 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
         if todo:
             pending.append((config, todo))
     total_cells = sum(len(t) for _, t in pending)
-    progress.say(f"{len(configs)} boot configurations, {total_cells} cells to measure, "
-                 f"{reused} reused from earlier runs ({accel})")
+    estimate = estimate_seconds(layout, pending)
+    progress.say(f"{len(configs)} boot configurations, {total_cells} cells to measure in "
+                 f"{len(pending)} boots, {reused} reused from earlier runs ({accel}); "
+                 f"about {progress.format_duration(estimate)} of measuring")
 
     meter = progress.Steps(len(pending), "boot")
     attempts = 0
@@ -253,7 +277,9 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
                 retry.append(cell)
                 continue
             content = {"label": cell.label, "boot": f"boots/{boot_id}", "step": outcome.step,
-                       "status": outcome.status, "reruns": reruns,
+                       "status": outcome.status, "reruns": reruns, "wall_s": outcome.wall_s,
+                       "history": [cell.workload.name, cell.fs, config.flavour, config.mode,
+                                   config.cpus],
                        "rows": rows_for(cell, outcome, boot_id, reruns), "edges": edges}
             store_cell(layout, cell.key, content)
             result.rows += tidy.from_dicts(content["rows"])
