@@ -24,6 +24,8 @@ EVIDENCE = {
     "exact": "icache lock acquisitions per operation (exact counts, debug kernels)",
     "icount": "single-thread rate at 1 vCPU under -icount (emulated time, ~0.2% noise)",
     "tcg": "throughput under TCG (wall time, noisy)",
+    "scaling": "throughput of N workers over 1 worker in the same boot (TCG; boot-to-boot "
+               "noise cancels)",
 }
 LOCK_METRICS = ("acquisitions_per_op", "holdtime_per_op", "contentions_per_op",
                 "waittime_per_op")
@@ -115,6 +117,21 @@ def throughput(rows: list[Row], case: Case, mode: str, cpus: int,
     return {k: stats.summarize(v) for k, v in values.items()}, unit
 
 
+def scaling(rows: list[Row], case: Case, mode: str, cpus: int) -> dict[str, stats.Summary]:
+    """Per kernel: throughput with `cpus` workers over 1 worker, each pair from one boot."""
+    by_boot: dict[tuple[str, int], dict[int, float]] = defaultdict(dict)
+    for r in _ok(rows):
+        if (r.flavour == "perf" and r.metric == "throughput" and r.mode == mode
+                and r.cpus == cpus and r.procs in (1, cpus)
+                and (r.workload, r.fs, r.phase) == (case.workload, case.fs, case.phase)):
+            by_boot[r.kernel, r.repetition][r.procs] = r.value
+    ratios: dict[str, list[float]] = defaultdict(list)
+    for (kernel, _), values in by_boot.items():
+        if values.get(1) and cpus in values:
+            ratios[kernel].append(values[cpus] / values[1])
+    return {k: stats.summarize(v) for k, v in ratios.items()}
+
+
 def lock_figures(rows: list[Row], case: Case, cpus: int) -> dict[tuple[str, str, str], float]:
     """(kernel, role, metric) -> mean over debug repetitions, for one case."""
     values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
@@ -169,6 +186,11 @@ def verdicts(rows: list[Row], baseline: str, kernel_order: list[str] | None = No
             if summaries:
                 out.append(Verdict(case, "tcg", cpus, unit, True,
                                    _ordered(summaries, kernel_order), baseline))
+            if cpus > 1:
+                ratios = scaling(rows, case, mode, cpus)
+                if ratios:
+                    out.append(Verdict(case, "scaling", cpus, "x of 1 worker", True,
+                                       _ordered(ratios, kernel_order), baseline))
     return out
 
 

@@ -246,6 +246,8 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
 
     meter = progress.Steps(len(pending), "boot")
     attempts = 0
+    measured = 0
+    started_measuring = time.monotonic()
     while pending:
         config, todo = pending.pop(0)
         meter.start(f"{config.label}: {len(todo)} steps")
@@ -255,8 +257,22 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
         steps = plan.make_steps([(c.workload, c.fs, c.procs) for c in todo])
         header = (f"inode-duel boot {boot_id}\nkernel {config.kernel} ({image.key}), "
                   f"{config.flavour}, {config.mode}, {config.cpus} vCPUs")
+        labels = {step.id: step.label for step in steps}
+
+        def show_cell(line: str, first: int = measured) -> None:
+            mark = runner.MARK.search(line)
+            if mark and mark.group(2) == "begin" and mark.group(1) in labels:
+                index = first + list(labels).index(mark.group(1)) + 1
+                elapsed = time.monotonic() - started_measuring
+                left = max(0.0, estimate - elapsed)
+                progress.say(f"  cell {index}/{total_cells}: {labels[mark.group(1)]} "
+                             f"(about {progress.format_duration(left)} left)")
+            if on_line:
+                on_line(line)
+
         record = runner.run_boot(image, files, config.machine(accel), steps, boot_dir, header,
-                                 patterns[config.kernel], on_line=on_line)
+                                 patterns[config.kernel], on_line=show_cell)
+        measured += len(todo)
         result.boots.append(record)
         progress.say(f"  {config.label}: {record.status} in {record.wall_s:.0f}s"
                      + (f" ({len(record.reports)} kernel reports)" if record.reports else ""))

@@ -21,7 +21,7 @@ from harness import analysis, charts, icache, lockorder, stats, tidy
 from harness.layout import Layout
 
 EVIDENCE_SHORT = {"exact": "lock acquisitions/op (exact)", "icount": "1 vCPU -icount rate",
-                  "tcg": "TCG throughput"}
+                  "tcg": "TCG throughput", "scaling": "scaling in one boot"}
 
 
 @dataclass

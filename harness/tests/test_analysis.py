@@ -57,3 +57,16 @@ def test_lockdep_counts_keep_zeros():
             row("base", "lockdep_reports", 1, flavour="debug", status="lockdep")]
     assert analysis.lockdep_counts(rows) == {("mainline", "create-unlink", "tmpfs"): 0,
                                              ("base", "create-unlink", "tmpfs"): 1}
+
+
+def test_scaling_pairs_workers_counts_of_the_same_boot():
+    rows = []
+    for rep, (one, two) in enumerate(((1000, 1800), (600, 1080), (900, 1620)), 1):
+        rows.append(tidy.Row("base", "perf", "tcg", "create-unlink", "tmpfs", 2, 1, rep,
+                             "create-unlink", "", "throughput", one, "", "ok", f"a{rep}"))
+        rows.append(tidy.Row("base", "perf", "tcg", "create-unlink", "tmpfs", 2, 2, rep,
+                             "create-unlink", "", "throughput", two, "", "ok", f"b{rep}"))
+    case = analysis.Case("create-unlink", "tmpfs", "create-unlink")
+    s = analysis.scaling(rows, case, "tcg", 2)["base"]
+    # The boots differ by 40%, the ratio inside each boot does not.
+    assert s.n == 3 and abs(s.mean - 1.8) < 1e-9 and s.stddev < 1e-9
