@@ -35,7 +35,7 @@ PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static fio gnuplot-no
 	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs gcc make
 DEPS_STAMP = build/.deps-$(shell echo $(PACKAGES) | md5sum | cut -c1-8)
 
-.PHONY: compare report kernels bisect-check test unit-test clean deps check-workloads
+.PHONY: compare report reference kernels bisect-check test unit-test clean deps check-workloads
 
 compare: $(DEPS_STAMP) check-workloads
 	$(HARNESS) compare --kernels $(KERNELS) --cpus $(CPUS) --repeat $(REPEAT) \
@@ -45,6 +45,10 @@ compare: $(DEPS_STAMP) check-workloads
 
 report:
 	$(HARNESS) report $(RUN_DIR) --baseline $(BASELINE)
+
+# Publish the latest run (or RUN_DIR) as the committed reference run.
+reference:
+	$(HARNESS) reference $(RUN_DIR)
 
 kernels: $(DEPS_STAMP)
 	$(HARNESS) build $(KERNELS)

@@ -5,6 +5,7 @@
     boot KERNEL [--flavour F] [--cpus N] ...          one boot, workloads of your choice
     compare [--kernels ...] [--cpus ...] ...          the measurement matrix, then its report
     report [RUN_DIR] [--baseline K]                   report.md and report.html of a run
+    reference [RUN_DIR] | --check                     publish a run as results/reference
     bisect-check SERIES                               every patch builds, boots, checkpatch
     check-workloads                                   validate workloads/*.wl
 """
@@ -19,8 +20,8 @@ import time
 from pathlib import Path
 
 from harness import (bisect, channel, charts, compare, fio, guest, kbuild, lockdep_graph,
-                     lockstat, plan, progress, qemu, report, reports, runner, series, source,
-                     workloads)
+                     lockstat, plan, progress, qemu, reference, report, reports, runner, series,
+                     source, workloads)
 from harness.layout import default_layout
 
 EXIT_USAGE = 2
@@ -161,6 +162,21 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_reference(args) -> int:
+    layout = default_layout()
+    if args.check:
+        problems = reference.check(layout)
+        for p in problems:
+            print(f"stale: {p.kernel}: {p.reason}")
+        if not problems:
+            print("results/reference matches the series of this checkout")
+        return 1 if problems else 0
+    run_dir = Path(args.run_dir) if args.run_dir else layout.results / "latest"
+    target = reference.publish(layout, run_dir.resolve())
+    progress.say(f"published {run_dir} as {target}")
+    return 0
+
+
 def cmd_bisect_check(args) -> int:
     results = bisect.check_series(default_layout(), args.series, cpus=args.cpus)
     json.dump([dict(r.__dict__, ok=r.ok) for r in results], sys.stdout, indent=1)
@@ -229,6 +245,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", default="mainline")
     p.set_defaults(func=cmd_report)
 
+    p = sub.add_parser("reference", help="publish a run as results/reference, or --check it")
+    p.add_argument("run_dir", nargs="?", help="default: results/latest")
+    p.add_argument("--check", action="store_true",
+                   help="does the committed reference match the series of this checkout?")
+    p.set_defaults(func=cmd_reference)
+
     p = sub.add_parser("bisect-check", help="every point of a series builds, boots, checkpatch")
     p.add_argument("series", choices=series.SERIES_NAMES)
     p.add_argument("--cpus", type=int, default=min(2, os.cpu_count() or 1))
@@ -240,7 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 ERRORS = (series.SeriesError, kbuild.BuildError, workloads.WorkloadError, source.SourceError,
-          guest.GuestError, qemu.QemuError, charts.ChartError, FileNotFoundError)
+          guest.GuestError, qemu.QemuError, charts.ChartError, reference.ReferenceError,
+          FileNotFoundError)
 
 
 def main(argv: list[str] | None = None) -> int:

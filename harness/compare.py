@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import (guest, kbuild, lockdep_graph, lockorder, plan, progress, qemu, runner,
-                     series, tidy)
+                     tidy)
 from harness.layout import Layout
 from harness.workloads import Workload
 

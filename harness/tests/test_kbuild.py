@@ -1,11 +1,9 @@
 """Config fragments must survive into .config; image keys follow their inputs."""
 
-from pathlib import Path
-
 import pytest
 
 from harness import kbuild, series, source
-from harness.layout import REPO_ROOT, default_layout
+from harness.layout import default_layout
 
 
 def test_dropped_option_names_fragment_and_line(tmp_path):

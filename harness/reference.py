@@ -1,0 +1,78 @@
+"""The committed reference run: results/reference/, and whether it is current.
+
+A reference is a run's report, charts, tidy table, lock-order conformance
+and manifest, without the raw boot folders. Its manifest holds the sha256
+of every patch each kernel was built from, so staleness is a comparison
+with the series files of the checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import series
+from harness.layout import Layout
+
+KEPT = ("report.md", "report.html", "tidy.tsv", "manifest.json", "lockorder.json")
+
+
+class ReferenceError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Staleness:
+    kernel: str
+    reason: str
+
+
+def directory(layout: Layout) -> Path:
+    return layout.results / "reference"
+
+
+def publish(layout: Layout, run_dir: Path) -> Path:
+    """Copy a run's report material into results/reference/ (replacing it)."""
+    missing = [name for name in KEPT if not (run_dir / name).exists()]
+    if missing:
+        raise ReferenceError(f"{run_dir}: missing {', '.join(missing)} (run make report first)")
+    target = directory(layout)
+    staging = target.with_name("reference.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for name in KEPT:
+        shutil.copy2(run_dir / name, staging / name)
+    charts = staging / "charts"
+    charts.mkdir()
+    for chart in sorted((run_dir / "charts").iterdir()):
+        if chart.suffix in (".png", ".svg"):
+            shutil.copy2(chart, charts / chart.name)
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    return target
+
+
+def stale(layout: Layout, manifest: dict) -> list[Staleness]:
+    """Kernels of a manifest whose patches differ from the checkout's series."""
+    out = []
+    for kernel, info in manifest["kernels"].items():
+        try:
+            current = series.resolve(layout, kernel).patches
+        except series.SeriesError as err:
+            out.append(Staleness(kernel, str(err)))
+            continue
+        recorded = [(p["series"], p["file"], p["sha256"]) for p in info["patches"]]
+        now = [(p.series, p.path.name, p.sha256) for p in current]
+        if recorded != now:
+            changed = sorted({f"{s}/{f}" for s, f, _ in set(recorded) ^ set(now)})
+            out.append(Staleness(kernel, "patches differ: " + ", ".join(changed)))
+    return out
+
+
+def check(layout: Layout) -> list[Staleness]:
+    manifest_path = directory(layout) / "manifest.json"
+    if not manifest_path.exists():
+        raise ReferenceError(f"{manifest_path} does not exist: no reference run committed")
+    return stale(layout, json.loads(manifest_path.read_text()))
