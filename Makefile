@@ -23,7 +23,7 @@ WORKLOADS ?= all
 endif
 REPEAT ?= 3
 DEBUG_REPEAT ?= 1
-ICOUNT_REPEAT ?= 1
+ICOUNT_REPEAT ?= 2
 WORKLOADS ?= default
 FLAVOURS ?= perf debug
 RUN_DIR ?=

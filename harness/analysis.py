@@ -76,7 +76,8 @@ class Verdict:
             if kernel == self.winner:
                 continue
             c = stats.Comparison(best, other)
-            if not (c.significant or (c.exact and best.mean != other.mean)):
+            exact = self.evidence == "exact" and best.mean != other.mean
+            if not (c.significant or exact):
                 return False
         return len(self.summaries) > 1
 

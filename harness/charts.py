@@ -73,10 +73,13 @@ def lines_with_errors(stem: Path, title: str, xlabel: str, ylabel: str,
     """One line per series: points (x, mean, half-width of the 95% interval)."""
     names = list(series)
     blocks = []
-    for name in names:
+    for i, name in enumerate(names):
+        # Nudge each series sideways a little so error bars do not hide each other.
+        nudge = (i - (len(names) - 1) / 2) * 0.04
         points = sorted(series[name])
         blocks.append(f"# {name}\n" + "\n".join(
-            f"{_num(x)} {_num(y)} {_num(e if math.isfinite(e) else 0.0)}" for x, y, e in points))
+            f"{_num(x + nudge)} {_num(y)} {_num(e if math.isfinite(e) else 0.0)}"
+            for x, y, e in points))
     stem.with_suffix(".dat").write_text("\n\n\n".join(blocks) + "\n")
     colours = _colours(names, all_kernels)
     plots = [f"{_quote(str(stem.with_suffix('.dat')))} index {i} using 1:2:3 with yerrorlines "

@@ -232,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workloads", nargs="*", default=["default"])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--debug-repeat", type=int, default=1)
-    p.add_argument("--icount-repeat", type=int, default=1)
+    p.add_argument("--icount-repeat", type=int, default=2)
     p.add_argument("--flavours", nargs="*", default=["perf", "debug"])
     p.add_argument("--accel", choices=["tcg", "kvm"], help="skip the KVM probe")
     p.add_argument("--run-dir")

@@ -83,8 +83,10 @@ def verdict_cells(v: analysis.Verdict, kernels: list[str]) -> list[str]:
             cells.append(f"{fmt(s.mean)}{spread}")
             continue
         c = v.comparison(kernel)
-        if v.evidence == "exact" or c.exact:
+        if v.evidence == "exact":
             mark = "" if s.mean != v.summaries[v.baseline].mean else " (same)"
+        elif s.n < 2 or v.summaries[v.baseline].n < 2:
+            mark = " (1 boot)"
         elif c.significant:
             mark = " ✓"
         else:
@@ -178,8 +180,8 @@ class ReportBuilder:
         self.blocks.append(Para(
             "Per workload and evidence: the baseline's value (mean ± half the 95% interval) "
             "and every other kernel's change against it. ✓: the 95% intervals do not overlap "
-            "(significant); ≈: the difference is inside the noise; lock counts are exact, so "
-            "any difference there is real. The exact counts and the -icount single-thread "
+            "(significant); ≈: the difference is inside the noise; (1 boot): no interval, so "
+            "no claim; lock counts are exact, so any difference there is real. The exact counts and the -icount single-thread "
             "rates carry the verdict on this machine; TCG wall-clock throughput is shown with "
             "its noise and decides only where the intervals separate."))
         if not verdicts:

@@ -79,11 +79,6 @@ class Comparison:
         return a.low > b.high or b.low > a.high
 
     @property
-    def exact(self) -> bool:
-        """Both sides without any spread (exact counts): any difference is real."""
-        return self.candidate.stddev == 0 and self.baseline.stddev == 0
-
-    @property
     def detectable(self) -> float:
         """Smallest relative difference this pair of samples could resolve.
 
