@@ -40,6 +40,9 @@ def checkpatch(layout: Layout, patch: series.Patch) -> tuple[int, int, str]:
                          capture_output=True, text=True)
     total = re.search(r"total: (\d+) errors, (\d+) warnings", out.stdout)
     if not total:
+        # --terse prints nothing at all for a clean patch.
+        if out.returncode == 0 and not out.stdout.strip():
+            return 0, 0, ""
         return 1, 0, out.stdout + out.stderr
     return int(total.group(1)), int(total.group(2)), out.stdout
 
