@@ -35,7 +35,7 @@ PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static fio gnuplot-no
 	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs gcc make
 DEPS_STAMP = build/.deps-$(shell echo $(PACKAGES) | md5sum | cut -c1-8)
 
-.PHONY: compare report reference kernels bisect-check test unit-test clean deps check-workloads
+.PHONY: compare report reference kernels bisect-check compile-check test unit-test clean deps check-workloads
 
 compare: $(DEPS_STAMP) check-workloads
 	$(HARNESS) compare --kernels $(KERNELS) --cpus $(CPUS) --repeat $(REPEAT) \
@@ -55,6 +55,9 @@ kernels: $(DEPS_STAMP)
 
 bisect-check: $(DEPS_STAMP)
 	$(HARNESS) bisect-check $(or $(SERIES),$(error SERIES=base|chinner|piggin is required))
+
+compile-check: $(DEPS_STAMP)
+	$(HARNESS) compile-check $(or $(KERNEL),$(error KERNEL= is required)) $(if $(GREP),--grep '$(GREP)')
 
 check-workloads:
 	$(HARNESS) check-workloads

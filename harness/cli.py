@@ -7,6 +7,7 @@
     report [RUN_DIR] [--baseline K]                   report.md and report.html of a run
     reference [RUN_DIR] | --check                     publish a run as results/reference
     bisect-check SERIES                               every patch builds, boots, checkpatch
+    compile-check KERNEL [--grep RE]                  touched files compile under allmodconfig
     check-workloads                                   validate workloads/*.wl
 """
 
@@ -19,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness import (bisect, channel, charts, compare, fio, guest, kbuild, lockdep_graph,
-                     lockstat, plan, progress, qemu, reference, report, reports, runner, series,
+from harness import (bisect, channel, charts, compare, compile_check, fio, guest, kbuild,
+                     lockdep_graph, lockorder, lockstat, plan, progress, qemu, reference, report, reports, runner, series,
                      source, workloads)
 from harness.layout import default_layout
 
@@ -91,9 +92,20 @@ def cmd_boot(args) -> int:
                              timeout_s=args.timeout,
                              on_line=(lambda line: print(line, file=sys.stderr))
                              if args.verbose else _marker_printer)
-    json.dump(boot_summary(record), sys.stdout, indent=1)
+    summary = boot_summary(record)
+    summary["image"] = str(image.directory)
+    violations = []
+    if args.flavour == "debug":
+        patterns = lockorder.patterns_for(layout, args.kernel)
+        order = lockorder.load_for(layout, args.kernel)
+        edges = compare.observed_edges(out, patterns)
+        violations = [e for e in edges if (e[2], e[3]) not in order.allowed]
+        summary["lock_order"] = {"file": str(order.path.relative_to(layout.repo)),
+                                 "icache_edges": edges, "violations": violations}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    json.dump(summary, sys.stdout, indent=1)
     print()
-    return 0 if record.status == "ok" else 1
+    return 0 if record.status == "ok" and not violations else 1
 
 
 def boot_summary(record: runner.BootRecord) -> dict:
@@ -187,6 +199,20 @@ def cmd_bisect_check(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_compile_check(args) -> int:
+    result = compile_check.check(default_layout(), args.kernel, args.grep)
+    json.dump(dict(result.__dict__, ok=result.ok), sys.stdout, indent=1)
+    print()
+    compiled = len(result.files) - len(result.failed) - len(result.not_in_config)
+    progress.say(f"compile-check {result.kernel} ({result.config}, {result.modules_enabled} "
+                 f"modules enabled): {compiled} of {len(result.files)} files compile "
+                 f"in {result.seconds:.0f}s"
+                 + (f"; not in this config (fail on pristine 6.1 too): "
+                    f"{' '.join(result.not_in_config)}" if result.not_in_config else "")
+                 + (f"; failing: {' '.join(result.failed)}" if result.failed else ""))
+    return 0 if result.ok else 1
+
+
 def cmd_check_workloads(args) -> int:
     layout = default_layout()
     known = workloads.load_all(layout.workloads)
@@ -255,6 +281,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("series", choices=series.SERIES_NAMES)
     p.add_argument("--cpus", type=int, default=min(2, os.cpu_count() or 1))
     p.set_defaults(func=cmd_bisect_check)
+
+    p = sub.add_parser("compile-check",
+                       help="the files a kernel's patches touch compile under allmodconfig")
+    p.add_argument("kernel")
+    p.add_argument("--grep", help="also compile every C file matching this regex")
+    p.set_defaults(func=cmd_compile_check)
 
     p = sub.add_parser("check-workloads", help="validate workloads/*.wl")
     p.set_defaults(func=cmd_check_workloads)

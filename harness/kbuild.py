@@ -121,7 +121,7 @@ def is_built(image: KernelImage) -> bool:
     return (image.directory / "meta.json").exists() and image.bzimage.exists()
 
 
-def _make(layout: Layout, obj: Path, args: list[str], log, env: dict[str, str],
+def run_make(layout: Layout, obj: Path, args: list[str], log, env: dict[str, str],
           on_line=None) -> None:
     cmd = ["make", "-C", str(layout.src), f"O={obj}", *args]
     log.write(f"$ {' '.join(cmd)}\n")
@@ -211,13 +211,13 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
     progress.say(f"building {kernel.name}/{flavour} ({len(kernel.patches)} patches, "
                  f"commit {commit[:12]}), log: {staging / 'build.log'}")
     with open(staging / "build.log", "w") as log:
-        _make(layout, obj, ["allnoconfig", f"KCONFIG_ALLCONFIG={merged}"], log, env)
+        run_make(layout, obj, ["allnoconfig", f"KCONFIG_ALLCONFIG={merged}"], log, env)
         problems = config_problems(frags, (obj / ".config").read_text())
         if problems:
             raise BuildError("config fragments not honoured (unmet dependencies?):\n" + "\n".join(
                 f"  {p.fragment}:{p.lineno}: {p.wanted} but .config has {p.got}"
                 for p in problems))
-        _make(layout, obj, [f"-j{jobs}", "CC=ccache gcc", "bzImage"], log, env, on_line=count)
+        run_make(layout, obj, [f"-j{jobs}", "CC=ccache gcc", "bzImage"], log, env, on_line=count)
     if not incremental:
         counter_file.write_text(str(max(seen, 1)))
     shutil.copy2(obj / "arch/x86/boot/bzImage", staging / "bzImage")

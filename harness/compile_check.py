@@ -1,0 +1,137 @@
+"""compile-check: a kernel's changed code compiles beyond the minimal guest config.
+
+The guest config builds a few filesystems; a series that changes a field of
+struct inode must also compile in every filesystem and driver that uses it.
+This compiles, under allmodconfig, every C file the kernel's patches touch
+plus every C file of the tree matching a pattern (say, the old and new names
+of the field), and reports each file that fails.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import kbuild, progress, series, source
+from harness.layout import Layout
+
+CONFIG_TARGET = "allmodconfig"
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    kernel: str
+    config: str
+    files: tuple[str, ...]
+    failed: tuple[str, ...]
+    not_in_config: tuple[str, ...]  # fail on the pristine tree as well
+    modules_enabled: int
+    log: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.files) and not self.failed
+
+
+def touched_files(layout: Layout, base_commit: str, commit: str) -> set[str]:
+    out = source.git(layout.src, "diff", "--name-only", f"{base_commit}..{commit}")
+    return set(out.stdout.split())
+
+
+def matching_files(layout: Layout, pattern: str) -> set[str]:
+    out = source.git(layout.src, "grep", "-l", "-E", pattern, "--", "*.c", "*.h", check=False)
+    return set(out.stdout.split())
+
+
+def includers(layout: Layout, header: str) -> set[str]:
+    """C files including a header; the code of a trace or private header is
+    compiled only there. Headers of include/linux and include/uapi are
+    included nearly everywhere, so the C files already chosen cover them."""
+    if header.startswith(("include/linux/", "include/uapi/")):
+        return set()
+    name = header.rsplit("/", 1)[-1].replace(".", r"\.")
+    out = source.git(layout.src, "grep", "-l", "-E", f'#include [<"]([^>"]*/)?{name}[>"]',
+                     "--", "*.c", check=False)
+    return set(out.stdout.split())
+
+
+def files_to_compile(layout: Layout, base_commit: str, commit: str,
+                     pattern: str | None) -> list[str]:
+    chosen = touched_files(layout, base_commit, commit)
+    if pattern:
+        chosen |= matching_files(layout, pattern)
+    c_files = {f for f in chosen if f.endswith(".c")}
+    for header in (f for f in chosen if f.endswith(".h")):
+        c_files |= includers(layout, header)
+    return sorted(f for f in c_files if x86_buildable(f))
+
+
+def x86_buildable(path: str) -> bool:
+    """Other architectures' code cannot be compiled by an x86_64 build."""
+    return not (path.startswith("arch/") and not path.startswith("arch/x86/"))
+
+
+def check(layout: Layout, kernel_name: str, pattern: str | None) -> CompileResult:
+    info = source.ensure_pristine(layout)
+    kernel = series.resolve(layout, kernel_name)
+    obj = layout.build / "obj-allmod"
+    obj.mkdir(parents=True, exist_ok=True)
+    log_path = obj / f"compile-check-{kernel.name.replace('@', '_at_')}.log"
+    started = time.monotonic()
+    env = dict(os.environ, **kbuild.BUILD_ENV, CCACHE_DIR=str(layout.ccache),
+               CCACHE_BASEDIR=str(layout.src), CCACHE_NOHASHDIR="1")
+    with open(layout.build / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        commit = series.checkout(layout, info, kernel)
+        files = files_to_compile(layout, info.tag, commit, pattern)
+        progress.say(f"compile-check {kernel.name}: {len(files)} C files under "
+                     f"{CONFIG_TARGET}, log: {log_path}")
+        with open(log_path, "w") as log:
+            kbuild.run_make(layout, obj, [CONFIG_TARGET], log, env)
+            kbuild.run_make(layout, obj, [f"-j{os.cpu_count() or 1}", "CC=ccache gcc",
+                                       "prepare"], log, env)
+        # One make for all files (-k: go on after a failure); a file failed
+        # when its object was not written by this make.
+        targets = [f[:-2] + ".o" for f in files]
+        compiled = 0
+
+        def say_compiled(line: str) -> None:
+            nonlocal compiled
+            if line.lstrip().startswith("CC"):
+                compiled += 1
+                progress.say(f"  compiled {compiled}/{len(targets)}: {line.split()[-1]}")
+
+        for target in targets:
+            (obj / target).unlink(missing_ok=True)
+        with open(log_path, "a") as log:
+            try:
+                kbuild.run_make(layout, obj, [f"-j{os.cpu_count() or 1}", "-k",
+                                              "CC=ccache gcc", *targets], log, env,
+                                on_line=say_compiled)
+            except kbuild.BuildError:
+                pass  # the missing objects below name what failed
+        failed = [f for f, t in zip(files, targets) if not (obj / t).exists()]
+        # A file that does not compile on the pristine tree either is not
+        # part of this config (a pattern can match such files), not a fault
+        # of the series.
+        broken_upstream = []
+        if failed:
+            source.git(layout.src, "checkout", "-q", "-f", "--detach", info.tag)
+            with open(log_path, "a") as log:
+                log.write("# the failures again, on the pristine tree\n")
+                try:
+                    kbuild.run_make(layout, obj, [f"-j{os.cpu_count() or 1}", "-k",
+                                                  "CC=ccache gcc",
+                                                  *(f[:-2] + ".o" for f in failed)], log, env)
+                except kbuild.BuildError:
+                    pass
+            broken_upstream = [f for f in failed if not (obj / (f[:-2] + ".o")).exists()]
+            failed = [f for f in failed if f not in broken_upstream]
+    modules = (obj / ".config").read_text().count("=m\n")
+    return CompileResult(kernel.name, CONFIG_TARGET, tuple(files), tuple(failed),
+                         tuple(broken_upstream), modules,
+                         str(log_path), round(time.monotonic() - started, 1))
