@@ -169,26 +169,70 @@ def rows_for(cell: Cell, outcome: runner.StepOutcome, boot_id: str,
     return tidy.to_dicts(rows)
 
 
+STEP_TIMES = "step-times.json"
 BOOT_OVERHEAD_S = 15.0  # QEMU start to /init, plan setup, final dumps
 UNKNOWN_STEP_S = 30.0
 
 
-def estimate_seconds(layout: Layout, pending: list[tuple[BootConfig, list[Cell]]]) -> float:
-    """Time the pending boots should take, from the step times of earlier cells."""
-    history: dict[tuple, list[float]] = {}
-    directory = cells_dir(layout)
-    for path in directory.glob("*.json") if directory.exists() else ():
-        cell = json.loads(path.read_text())
-        if cell.get("wall_s") and cell.get("history"):
-            history.setdefault(tuple(cell["history"]), []).append(cell["wall_s"])
-    total = 0.0
-    for config, cells in pending:
-        total += BOOT_OVERHEAD_S
-        for cell in cells:
-            seen = history.get((cell.workload.name, cell.fs, config.flavour, config.mode,
-                                config.cpus))
-            total += sorted(seen)[len(seen) // 2] if seen else UNKNOWN_STEP_S
-    return total
+class StepTimes:
+    """Wall seconds of measured cells by (workload, fs, flavour, mode, cpus).
+
+    Loaded from the stored cells and fed each new cell, so the estimate of
+    what is left sharpens while a run goes on. A step never measured counts
+    as the median of steps measured on the same kind of boot, or
+    UNKNOWN_STEP_S when there is none.
+    """
+
+    def __init__(self, layout: Layout) -> None:
+        self.seen: dict[tuple, list[float]] = {}
+        directory = cells_dir(layout)
+        for path in directory.glob("*.json") if directory.exists() else ():
+            cell = json.loads(path.read_text())
+            if cell.get("wall_s") and cell.get("history"):
+                self.add(tuple(cell["history"]), cell["wall_s"])
+        # On a fresh clone, the committed reference run's times (this machine's).
+        self.prior: dict[tuple, list[float]] = {}
+        prior = layout.results / "reference" / STEP_TIMES
+        for item in json.loads(prior.read_text()) if prior.exists() else ():
+            self.prior[tuple(item["history"])] = [item["median_s"]]
+
+    def add(self, history: tuple, wall_s: float) -> None:
+        self.seen.setdefault(tuple(history), []).append(wall_s)
+
+    def step(self, history: tuple) -> float:
+        for known in (self.seen, self.prior):
+            if history in known:
+                return median(known[history])
+        for known in (self.seen, self.prior):
+            same_kind = [t for key, times in known.items() if key[2:] == history[2:]
+                         for t in times]
+            if same_kind:
+                return median(same_kind)
+        return UNKNOWN_STEP_S
+
+    def estimate(self, pending: list[tuple[BootConfig, list[Cell]]]) -> float:
+        """Seconds the pending boots should take."""
+        return sum(BOOT_OVERHEAD_S + sum(self.step(cell_history(config, cell)) for cell in cells)
+                   for config, cells in pending)
+
+
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def step_times_of_run(layout: Layout, run_dir: Path) -> list[dict]:
+    """Median step wall time per kind of step among the cells of a run."""
+    times: dict[tuple, list[float]] = {}
+    for key in sorted({row.cell for row in tidy.read(run_dir / "tidy.tsv")}):
+        cell = load_cell(layout, key)
+        if cell and cell.get("wall_s") and cell.get("history"):
+            times.setdefault(tuple(cell["history"]), []).append(cell["wall_s"])
+    return [{"history": list(h), "median_s": round(median(t), 2), "cells": len(t)}
+            for h, t in sorted(times.items())]
+
+
+def cell_history(config: BootConfig, cell: Cell) -> tuple:
+    return (cell.workload.name, cell.fs, config.flavour, config.mode, config.cpus)
 
 
 def link_tree(source: Path, target: Path) -> None:
@@ -239,7 +283,8 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
         if todo:
             pending.append((config, todo))
     total_cells = sum(len(t) for _, t in pending)
-    estimate = estimate_seconds(layout, pending)
+    times = StepTimes(layout)
+    estimate = times.estimate(pending)
     progress.say(f"{len(configs)} boot configurations, {total_cells} cells to measure in "
                  f"{len(pending)} boots, {reused} reused from earlier runs ({accel}); "
                  f"about {progress.format_duration(estimate)} of measuring")
@@ -247,10 +292,11 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
     meter = progress.Steps(len(pending), "boot")
     attempts = 0
     measured = 0
-    started_measuring = time.monotonic()
     while pending:
         config, todo = pending.pop(0)
-        meter.start(f"{config.label}: {len(todo)} steps")
+        left_at_start = times.estimate([(config, todo)] + pending)
+        boot_started = time.monotonic()
+        meter.start(f"{config.label}: {len(todo)} steps", left_s=left_at_start)
         image = images[config.kernel, config.flavour]
         boot_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{config.slug}"
         boot_dir = layout.results / "boots" / boot_id
@@ -263,8 +309,7 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
             mark = runner.MARK.search(line)
             if mark and mark.group(2) == "begin" and mark.group(1) in labels:
                 index = first + list(labels).index(mark.group(1)) + 1
-                elapsed = time.monotonic() - started_measuring
-                left = max(0.0, estimate - elapsed)
+                left = max(0.0, left_at_start - (time.monotonic() - boot_started))
                 progress.say(f"  cell {index}/{total_cells}: {labels[mark.group(1)]} "
                              f"(about {progress.format_duration(left)} left)")
             if on_line:
@@ -294,10 +339,10 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
                 continue
             content = {"label": cell.label, "boot": f"boots/{boot_id}", "step": outcome.step,
                        "status": outcome.status, "reruns": reruns, "wall_s": outcome.wall_s,
-                       "history": [cell.workload.name, cell.fs, config.flavour, config.mode,
-                                   config.cpus],
+                       "history": list(cell_history(config, cell)),
                        "rows": rows_for(cell, outcome, boot_id, reruns), "edges": edges}
             store_cell(layout, cell.key, content)
+            times.add(cell_history(config, cell), outcome.wall_s)
             result.rows += tidy.from_dicts(content["rows"])
             result.edges.setdefault(config.kernel, set()).update(tuple(e) for e in edges)
         link_tree(boot_dir, run_dir / "boots" / boot_id)

@@ -33,9 +33,12 @@ class Steps:
         self.done = 0
         self.started = time.monotonic()
 
-    def start(self, label: str) -> None:
+    def start(self, label: str, left_s: float | None = None) -> None:
+        """left_s: the caller's own estimate of the time left, if it has a better one."""
         eta = ""
-        if self.done:
+        if left_s is not None:
+            eta = f", about {format_duration(left_s)} left"
+        elif self.done:
             per_step = (time.monotonic() - self.started) / self.done
             eta = f", about {format_duration(per_step * (self.total - self.done))} left"
         say(f"{self.what} {self.done + 1}/{self.total}: {label}{eta}")

@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import series
+from harness import compare, series
 from harness.layout import Layout
 
 KEPT = ("report.md", "report.html", "tidy.tsv", "manifest.json", "lockorder.json")
@@ -44,6 +44,9 @@ def publish(layout: Layout, run_dir: Path) -> Path:
     staging.mkdir(parents=True)
     for name in KEPT:
         shutil.copy2(run_dir / name, staging / name)
+    # How long each kind of step took here: a fresh clone's first estimate.
+    (staging / compare.STEP_TIMES).write_text(
+        json.dumps(compare.step_times_of_run(layout, run_dir), indent=1) + "\n")
     charts = staging / "charts"
     charts.mkdir()
     for chart in sorted((run_dir / "charts").iterdir()):

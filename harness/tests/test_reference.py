@@ -1,8 +1,10 @@
 """The reference run: publishing it, and telling whether it is current."""
 
+import json
+
 import pytest
 
-from harness import reference, series
+from harness import compare, reference, series
 from harness.tests.conftest import add_patch
 from harness.tests.test_report import make_run
 
@@ -18,7 +20,7 @@ def test_publish_keeps_report_material_not_raw_boots(layout, tmp_path):
     (run / "charts" / "a.gp").write_text("plot")
     target = reference.publish(layout, run)
     assert sorted(p.name for p in target.iterdir()) == sorted(
-        list(reference.KEPT) + ["charts"])
+        list(reference.KEPT) + ["charts", compare.STEP_TIMES])
     assert [p.name for p in (target / "charts").iterdir()] == ["a.png"]
 
 
@@ -38,3 +40,29 @@ def test_staleness_follows_patch_contents(layout):
 def test_missing_reference_is_a_clear_error(layout):
     with pytest.raises(reference.ReferenceError, match="no reference run committed"):
         reference.check(layout)
+
+
+def test_reference_step_times_estimate_a_fresh_clone(layout, tmp_path):
+    run = make_run(tmp_path)
+    for name in ("report.md", "report.html"):
+        (run / name).write_text("r")
+    (run / "charts").mkdir()
+    history = ["create-unlink", "tmpfs", "perf", "tcg", 2]
+    for n, wall in enumerate((4.0, 5.0, 9.0)):
+        compare.store_cell(layout, f"mainline-perf-tcg-2-{n + 1}",
+                           {"wall_s": wall, "history": history, "rows": []})
+    fresh = compare.StepTimes(layout)
+    assert fresh.step(tuple(history)) == 5.0
+    reference.publish(layout, run)
+    (item,) = json.loads((reference.directory(layout) / compare.STEP_TIMES).read_text())
+    assert item == {"history": history, "median_s": 5.0, "cells": 3}
+
+    # A clone without cells estimates from the reference, then learns.
+    for path in compare.cells_dir(layout).iterdir():
+        path.unlink()
+    times = compare.StepTimes(layout)
+    assert times.step(tuple(history)) == 5.0
+    assert times.step(("fstree", "tmpfs", "perf", "tcg", 2)) == 5.0  # same kind of boot
+    assert times.step(("fstree", "tmpfs", "debug", "tcg", 1)) == compare.UNKNOWN_STEP_S
+    times.add(("fstree", "tmpfs", "debug", "tcg", 1), 60.0)
+    assert times.step(("fstree", "tmpfs", "debug", "tcg", 1)) == 60.0
