@@ -13,6 +13,7 @@ slow phase of the host hits every kernel alike (design.md section 6).
 from __future__ import annotations
 
 import hashlib
+import dataclasses
 import json
 import os
 import shutil
@@ -275,7 +276,10 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
         todo = [c for c in cells if not c.stored]
         for cell in cells:
             if cell.stored:
-                result.rows += tidy.from_dicts(cell.stored["rows"])
+                # The same image can carry two names (piggin and piggin@10):
+                # rows are the run's kernel's.
+                result.rows += [dataclasses.replace(r, kernel=config.kernel)
+                                for r in tidy.from_dicts(cell.stored["rows"])]
                 result.edges.setdefault(config.kernel, set()).update(
                     tuple(e) for e in cell.stored.get("edges", []))
                 link_tree(layout.results / cell.stored["boot"],
