@@ -101,6 +101,9 @@ def lines_with_errors(stem: Path, title: str, xlabel: str, ylabel: str,
     return _render(stem, body, (760, 420), title)
 
 
+MAX_WIDTH = 2400  # pixels
+
+
 def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str],
                    panels: list[tuple[str, dict[tuple[str, str], float]]],
                    all_kernels: list[str], labels: bool = False) -> Chart:
@@ -135,8 +138,11 @@ def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str]
                       f"(column({i + 2})):(sprintf('%g', column({i + 2}))) with labels "
                       f"offset 0,0.6 notitle" for j, i in enumerate(present)]
         body += [f"set ylabel {_quote(ylabel)}", "plot " + ", \\\n  ".join(plots)]
-    height = 200 + 230 * len(panels)
-    width = max(760, 120 + 26 * n * max(1, len(groups)))
+    # Many groups: slant their names and keep the picture a picture.
+    if len(groups) > 8:
+        body.insert(1, "set xtics rotate by -35 left")
+    height = 200 + 230 * len(panels) + (160 if len(groups) > 8 else 0)
+    width = min(MAX_WIDTH, max(760, 120 + 26 * n * max(1, len(groups))))
     return _render(stem, "\n".join(body), (width, height), title)
 
 

@@ -67,7 +67,11 @@ def fmt(value: float, digits: int = 3) -> str:
 
 
 def pct(change: float) -> str:
-    return "n/a" if math.isnan(change) else f"{change * 100:+.1f}%"
+    if math.isnan(change):
+        return "n/a"
+    # -icount separates differences of hundredths of a percent: show them.
+    decimals = 2 if 0 < abs(change) < 0.001 else 1
+    return f"{change * 100:+.{decimals}f}%"
 
 
 def verdict_cells(v: analysis.Verdict, kernels: list[str]) -> list[str]:
@@ -84,7 +88,7 @@ def verdict_cells(v: analysis.Verdict, kernels: list[str]) -> list[str]:
             continue
         c = v.comparison(kernel)
         if v.evidence == "exact":
-            mark = "" if s.mean != v.summaries[v.baseline].mean else " (same)"
+            mark = " (same)" if v.same(kernel, v.baseline) else ""
         elif s.n < 2 or v.summaries[v.baseline].n < 2:
             mark = " (1 boot)"
         elif c.significant:
@@ -98,8 +102,11 @@ def verdict_cells(v: analysis.Verdict, kernels: list[str]) -> list[str]:
 def winner_text(v: analysis.Verdict) -> str:
     if len(v.summaries) < 2:
         return "(one kernel)"
+    leaders = " = ".join(v.leaders)
+    if len(v.leaders) == len(v.summaries):
+        return "all the same" if v.evidence == "exact" else f"{leaders} (within noise)"
     if v.decided:
-        return f"**{v.winner}**"
+        return f"**{leaders}**"
     return f"{v.winner} (within noise)"
 
 
@@ -282,26 +289,36 @@ class ReportBuilder:
 
     def retries_section(self) -> None:
         cpus_list = sorted({r.cpus for r in self.rows if r.flavour == "debug"})
-        table, values, groups = [], {}, []
+        table, values, groups, counters = [], {}, [], set()
         for cpus in cpus_list:
             for (kernel, label, counter), value in sorted(analysis.retries(self.rows, cpus).items()):
-                table.append([str(cpus), label, kernel, counter, fmt(value)])
-                group = f"{label}: {counter} ({cpus} vCPU)"
-                values[group, kernel] = value
+                counters.add((kernel, counter))
+                group = f"{label} ({cpus} vCPU)"
+                values[group, kernel] = values.get((group, kernel), 0.0) + value
                 if group not in groups:
                     groups.append(group)
+                if value:
+                    table.append([str(cpus), label, kernel, counter, fmt(value)])
         self.blocks.append(Heading(2, "The price of the lock order: retries per operation"))
-        if not table:
+        if not counters:
             self.blocks.append(Para(
                 "No kernel in this run exports /proc/icache_retries (trylock retries of "
                 "piggin, state re-checks after drop-and-reacquire of chinner)."))
             return
-        chart = charts.clustered_bars(self.chart_stem("retries"), "Retries per operation",
+        chart = charts.clustered_bars(self.chart_stem("retries"),
+                                      "Retries per operation, all counters of a kernel",
                                       groups, self.kernels, [("retries / op", values)],
                                       self.kernels)
         self.blocks.append(Figure(chart, "Trylock retries (piggin) and re-checks that found "
-                                         "the state changed (chinner), per operation"))
-        self.blocks.append(Table(["vCPUs", "workload", "kernel", "counter", "per op"], table))
+                                         "the state changed (chinner), per operation, summed "
+                                         "over each kernel's counters"))
+        never = sorted(f"{k} {c}" for k, c in counters - {(row[2], row[3]) for row in table})
+        self.blocks.append(Para(
+            f"Counters that stayed at zero in every workload: {', '.join(never)}."
+            if never else "Every counter moved in some workload."))
+        if table:
+            self.blocks.append(Table(["vCPUs", "workload", "kernel", "counter", "per op"],
+                                     table))
 
     def lockdep_section(self) -> None:
         counts = analysis.lockdep_counts(self.rows)

@@ -1,6 +1,6 @@
 """Verdicts from a tidy table: winners, exact counts, noise."""
 
-from harness import analysis, tidy
+from harness import analysis, report, tidy
 
 
 def row(kernel, metric, value, *, flavour="perf", mode="tcg", cpus=2, rep=1, lock="",
@@ -22,6 +22,24 @@ def test_exact_lock_counts_decide_even_with_two_kernels_one_boot_each():
     assert v.summaries["mainline"].mean == 10.0 and v.summaries["base"].mean == 16.0
     assert v.winner == "mainline" and v.decided
     assert v.comparison("base").change == 0.6
+
+
+def test_equal_exact_counts_share_the_win_and_tiny_differences_are_the_same():
+    rows = []
+    for kernel, i_lock, extra in (("mainline", 8.0, 0.0), ("chinner", 8.05, 0.0),
+                                  ("base", 8.0, 3.0), ("piggin", 14.0, 0.0)):
+        rows.append(row(kernel, "acquisitions_per_op", i_lock, flavour="debug", lock="i_lock",
+                        cpus=1))
+        if extra:
+            rows.append(row(kernel, "acquisitions_per_op", extra, flavour="debug",
+                            lock="global", cpus=1))
+        rows.append(row(kernel, "throughput", 1000.0))
+    (v,) = [v for v in analysis.verdicts(rows, "mainline") if v.evidence == "exact"]
+    assert v.leaders == ["mainline", "chinner"] and v.decided
+    assert v.same("chinner", "mainline") and not v.same("base", "mainline")
+    assert report.winner_text(v) == "**mainline = chinner**"
+    assert report.verdict_cells(v, ["mainline", "chinner", "base", "piggin"]) == [
+        "8.00", "+0.6% (same)", "+37.5%", "+75.0%"]
 
 
 def test_noisy_throughput_is_not_decided():
