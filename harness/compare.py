@@ -355,6 +355,7 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
         if retry and attempts < len(configs) * (matrix.max_reruns + 2):
             pending.append((config, retry))
             meter.total += 1
+            total_cells += len(retry)
     tidy.write(result.rows, run_dir / "tidy.tsv")
     write_conformance(layout, run_dir, result)
     write_manifest(layout, run_dir, matrix, images, accel, time.monotonic() - started, result)

@@ -154,6 +154,11 @@ def build_kernel(layout: Layout, kernel: series.Kernel, flavour: str,
     image = KernelImage(kernel.name, flavour, key, image_dir(layout, kernel.name, flavour, key))
     if is_built(image):
         return image
+    # The same patches under another name (piggin@0 is base): the same image.
+    for directory in sorted(layout.images.glob(f"*-{flavour}-{key}")):
+        twin = KernelImage(kernel.name, flavour, key, directory)
+        if is_built(twin):
+            return twin
     layout.build.mkdir(parents=True, exist_ok=True)
     # One kernel build at a time on this machine, whoever asks.
     with open(layout.build / "build.lock", "w") as lock:

@@ -3,7 +3,7 @@
 import pytest
 
 from harness import kbuild, series, source
-from harness.layout import default_layout
+from harness.layout import REPO_ROOT, Layout, default_layout
 
 
 def test_dropped_option_names_fragment_and_line(tmp_path):
@@ -47,3 +47,18 @@ def test_image_key_changes_with_patch_content(tmp_path):
     assert kbuild.image_key(info, kernel, "perf", frags) != key1
     patch.write_text("two")
     assert kbuild.image_key(info, kernel, "debug", frags) != key1
+
+
+def test_the_same_patches_under_another_name_reuse_the_image(tmp_path, monkeypatch):
+    info = source.SourceInfo("6.1.192-3", "6.1.192", "pristine/6.1.192-3")
+    monkeypatch.setattr(source, "ensure_pristine", lambda layout: info)
+    layout = Layout(repo=REPO_ROOT, build=tmp_path / "build", ccache=tmp_path / "ccache",
+                    results=tmp_path / "results")
+    key = kbuild.image_key(info, series.resolve(layout, "base"), "debug",
+                           kbuild.fragments(layout, "debug"))
+    built = layout.images / f"base-debug-{key}"
+    built.mkdir(parents=True)
+    (built / "bzImage").write_bytes(b"kernel")
+    (built / "meta.json").write_text("{}")
+    image = kbuild.build(layout, "piggin@0", "debug")  # base plus no piggin patch
+    assert image.directory == built and image.kernel == "piggin@0"
