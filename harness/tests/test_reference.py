@@ -5,6 +5,7 @@ import json
 import pytest
 
 from harness import compare, reference, series
+from harness.layout import default_layout
 from harness.tests.conftest import add_patch
 from harness.tests.test_report import make_run
 
@@ -66,3 +67,8 @@ def test_reference_step_times_estimate_a_fresh_clone(layout, tmp_path):
     assert times.step(("fstree", "tmpfs", "debug", "tcg", 1)) == compare.UNKNOWN_STEP_S
     times.add(("fstree", "tmpfs", "debug", "tcg", 1), 60.0)
     assert times.step(("fstree", "tmpfs", "debug", "tcg", 1)) == 60.0
+
+
+def test_committed_reference_matches_the_committed_series():
+    """Change a series, regenerate the reference (make compare; make reference)."""
+    assert reference.check(default_layout()) == []
