@@ -56,6 +56,11 @@ class KernelImage:
         return json.loads((self.directory / "meta.json").read_text())
 
 
+# Steps (CC/AS/LD/AR lines) of a build from an empty object folder, counted
+# here on linux-source-6.1 6.1.192-3: the progress of a machine's first build.
+TYPICAL_FULL_BUILD_STEPS = {"perf": 1438, "debug": 1474}
+
+
 def fragments(layout: Layout, flavour: str) -> list[Path]:
     if flavour not in FLAVOURS:
         raise BuildError(f"unknown flavour {flavour!r}: expected one of {', '.join(FLAVOURS)}")
@@ -191,7 +196,8 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
     # folder holds another kernel's objects) compiles an unknown subset.
     counter_file = layout.objects / f".{flavour}-full-build-steps"
     incremental = (obj / "vmlinux").exists()
-    expected = 0 if incremental or not counter_file.exists() else int(counter_file.read_text())
+    expected = 0 if incremental else (int(counter_file.read_text()) if counter_file.exists()
+                                      else TYPICAL_FULL_BUILD_STEPS.get(flavour, 0))
     seen = 0
     last_report = 0.0
 
