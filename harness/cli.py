@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -298,7 +299,12 @@ ERRORS = (series.SeriesError, kbuild.BuildError, workloads.WorkloadError, source
           FileNotFoundError)
 
 
+def _terminated(signum, frame) -> None:
+    raise KeyboardInterrupt  # a kill is an interruption: children stop, cells stay
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _terminated)
     args = build_parser().parse_args(argv)
     if getattr(args, "flavour", None) is None and args.command == "build":
         args.flavour = list(kbuild.FLAVOURS)

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import progress, series, source
+from harness import procgroup, progress, series, source
 from harness.layout import Layout
 
 FLAVOURS = ("perf", "debug")
@@ -127,18 +127,24 @@ def is_built(image: KernelImage) -> bool:
 
 
 def run_make(layout: Layout, obj: Path, args: list[str], log, env: dict[str, str],
-          on_line=None) -> None:
+             on_line=None) -> None:
     cmd = ["make", "-C", str(layout.src), f"O={obj}", *args]
     log.write(f"$ {' '.join(cmd)}\n")
     log.flush()
+    # Its own process group, stopped with us: a make left running after an
+    # interrupted compare would build beside the next one.
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, errors="replace", env=env)
+                            text=True, errors="replace", env=env, start_new_session=True)
     tail: list[str] = []
-    for line in proc.stdout:
-        log.write(line)
-        tail = (tail + [line.rstrip()])[-25:]
-        if on_line:
-            on_line(line)
+    try:
+        for line in proc.stdout:
+            log.write(line)
+            tail = (tail + [line.rstrip()])[-25:]
+            if on_line:
+                on_line(line)
+    except BaseException:
+        procgroup.stop(proc)
+        raise
     if proc.wait() != 0:
         log.flush()
         raise BuildError(f"{' '.join(args[:1])} failed (exit {proc.returncode}); "

@@ -14,13 +14,12 @@ import os
 import re
 import select
 import shutil
-import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import progress
+from harness import procgroup, progress
 
 QEMU = "qemu-system-x86_64"
 ICOUNT = "shift=2,sleep=off,align=off"
@@ -156,57 +155,50 @@ def boot(spec: BootSpec, out_dir: Path, on_line=None) -> BootOutcome:
     open_steps: dict[str, tuple[float, float]] = {}
     steps: list[StepWindow] = []
     pending = b""
-    with open(console, "wb") as log:
-        fd = proc.stdout.fileno()
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
-            if not ready:
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            log.write(chunk)
-            log.flush()
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for raw in lines:
-                line = raw.decode(errors="replace").rstrip("\r")
-                now = time.monotonic()
-                if to_init is None and "inode-duel: init started" in line:
-                    to_init = now - started
-                mark = STEP_MARK.search(line)
-                if mark and mark.group(2) == "begin":
-                    open_steps[mark.group(1)] = (now, meter())
-                elif mark and mark.group(1) in open_steps:
-                    t0, c0 = open_steps.pop(mark.group(1))
-                    steps.append(StepWindow(mark.group(1), now - t0, max(0.0, meter() - c0)))
-                if on_line:
-                    on_line(line)
-        others = meter()
-        if timed_out:
-            log.write(f"\n[inode-duel: killed at the {spec.timeout_s:.0f}s timeout]\n".encode())
-            _kill(proc)
-        exit_code = proc.wait()
+    try:
+        with open(console, "wb") as log:
+            fd = proc.stdout.fileno()
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    timed_out = True
+                    break
+                ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+                if not ready:
+                    continue
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                log.write(chunk)
+                log.flush()
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    line = raw.decode(errors="replace").rstrip("\r")
+                    now = time.monotonic()
+                    if to_init is None and "inode-duel: init started" in line:
+                        to_init = now - started
+                    mark = STEP_MARK.search(line)
+                    if mark and mark.group(2) == "begin":
+                        open_steps[mark.group(1)] = (now, meter())
+                    elif mark and mark.group(1) in open_steps:
+                        t0, c0 = open_steps.pop(mark.group(1))
+                        steps.append(StepWindow(mark.group(1), now - t0, max(0.0, meter() - c0)))
+                    if on_line:
+                        on_line(line)
+            others = meter()
+            if timed_out:
+                log.write(f"\n[inode-duel: killed at the {spec.timeout_s:.0f}s timeout]\n".encode())
+                procgroup.stop(proc)
+            exit_code = proc.wait()
+    except BaseException:
+        # Interrupted: the guest must not outlive us (start_new_session keeps
+        # a terminal's Ctrl-C from reaching it).
+        procgroup.stop(proc)
+        raise
     return BootOutcome(exit_code=None if timed_out else exit_code, timed_out=timed_out,
                        wall_s=time.monotonic() - started, console=console, results=results,
                        others_cpu_s=others, steps=steps, to_init_s=to_init)
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 30)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def probe_accel(layout_guest: Path, spec_for: callable) -> str:

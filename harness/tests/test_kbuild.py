@@ -1,5 +1,8 @@
 """Config fragments must survive into .config; image keys follow their inputs."""
 
+import os
+import subprocess
+
 import pytest
 
 from harness import kbuild, series, source
@@ -62,3 +65,22 @@ def test_the_same_patches_under_another_name_reuse_the_image(tmp_path, monkeypat
     (built / "meta.json").write_text("{}")
     image = kbuild.build(layout, "piggin@0", "debug")  # base plus no piggin patch
     assert image.directory == built and image.kernel == "piggin@0"
+
+
+def test_an_interrupted_make_leaves_no_process_behind(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    # A unique sleep to look for; make runs it in a child shell.
+    (src / "Makefile").write_text("all:\n\t@echo started; sleep 37.25; echo never\n")
+    layout = Layout(repo=REPO_ROOT, build=tmp_path, ccache=tmp_path / "ccache",
+                    results=tmp_path / "results")
+
+    def interrupt(line):
+        if line.startswith("started"):
+            raise KeyboardInterrupt
+
+    with open(tmp_path / "log", "w") as log, pytest.raises(KeyboardInterrupt):
+        kbuild.run_make(layout, tmp_path / "obj", ["all"], log, dict(os.environ),
+                        on_line=interrupt)
+    left = subprocess.run(["pgrep", "-f", "sleep 37.25"], capture_output=True, text=True)
+    assert left.stdout == ""
