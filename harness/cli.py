@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from harness import (bisect, channel, charts, compare, compile_check, fio, guest, kbuild,
-                     lockdep_graph, lockorder, lockstat, plan, progress, qemu, reference, report, reports, runner, series,
-                     source, workloads)
+                     lockdep_graph, lockorder, lockstat, plan, progress, qemu, reference, report,
+                     reports, runner, series, source, workloads)
 from harness.layout import default_layout
 
 EXIT_USAGE = 2
@@ -97,10 +97,9 @@ def cmd_boot(args) -> int:
     summary["image"] = str(image.directory)
     violations = []
     if args.flavour == "debug":
-        patterns = lockorder.patterns_for(layout, args.kernel)
         order = lockorder.load_for(layout, args.kernel)
-        edges = compare.observed_edges(out, patterns)
-        violations = [e for e in edges if (e[2], e[3]) not in order.allowed]
+        edges = compare.observed_edges(out, order.patterns)
+        violations = [e for e in edges if not order.allows(e)]
         summary["lock_order"] = {"file": str(order.path.relative_to(layout.repo)),
                                  "icache_edges": edges, "violations": violations}
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")

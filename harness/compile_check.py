@@ -9,7 +9,6 @@ of the field), and reports each file that fails.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 from dataclasses import dataclass
@@ -75,6 +74,23 @@ def x86_buildable(path: str) -> bool:
     return not (path.startswith("arch/") and not path.startswith("arch/x86/"))
 
 
+def object_of(path: str) -> str:
+    return path[:-2] + ".o"
+
+
+def compile_objects(layout: Layout, obj: Path, files: list[str], log, env: dict[str, str],
+                    on_line=None) -> list[str]:
+    """The files whose objects one make (-k: on after a failure) did not write."""
+    for path in files:
+        (obj / object_of(path)).unlink(missing_ok=True)
+    try:
+        kbuild.run_make(layout, obj, [f"-j{os.cpu_count() or 1}", "-k", "CC=ccache gcc",
+                                      *map(object_of, files)], log, env, on_line=on_line)
+    except kbuild.BuildError:
+        pass  # the missing objects name what failed
+    return [path for path in files if not (obj / object_of(path)).exists()]
+
+
 def check(layout: Layout, kernel_name: str, pattern: str | None) -> CompileResult:
     info = source.ensure_pristine(layout)
     kernel = series.resolve(layout, kernel_name)
@@ -82,54 +98,32 @@ def check(layout: Layout, kernel_name: str, pattern: str | None) -> CompileResul
     obj.mkdir(parents=True, exist_ok=True)
     log_path = obj / f"compile-check-{kernel.name.replace('@', '_at_')}.log"
     started = time.monotonic()
-    env = dict(os.environ, **kbuild.BUILD_ENV, CCACHE_DIR=str(layout.ccache),
-               CCACHE_BASEDIR=str(layout.src), CCACHE_NOHASHDIR="1")
-    with open(layout.build / "build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    env = kbuild.build_env(layout)
+    compiled = 0
+
+    def say_compiled(line: str) -> None:
+        nonlocal compiled
+        if line.lstrip().startswith("CC"):
+            compiled += 1
+            progress.say(f"  compiled {compiled}/{len(files)}: {line.split()[-1]}")
+
+    with kbuild.build_lock(layout), open(log_path, "w") as log:
         commit = series.checkout(layout, info, kernel)
         files = files_to_compile(layout, info.tag, commit, pattern)
         progress.say(f"compile-check {kernel.name}: {len(files)} C files under "
                      f"{CONFIG_TARGET}, log: {log_path}")
-        with open(log_path, "w") as log:
-            kbuild.run_make(layout, obj, [CONFIG_TARGET], log, env)
-            kbuild.run_make(layout, obj, [f"-j{os.cpu_count() or 1}", "CC=ccache gcc",
-                                       "prepare"], log, env)
-        # One make for all files (-k: go on after a failure); a file failed
-        # when its object was not written by this make.
-        targets = [f[:-2] + ".o" for f in files]
-        compiled = 0
-
-        def say_compiled(line: str) -> None:
-            nonlocal compiled
-            if line.lstrip().startswith("CC"):
-                compiled += 1
-                progress.say(f"  compiled {compiled}/{len(targets)}: {line.split()[-1]}")
-
-        for target in targets:
-            (obj / target).unlink(missing_ok=True)
-        with open(log_path, "a") as log:
-            try:
-                kbuild.run_make(layout, obj, [f"-j{os.cpu_count() or 1}", "-k",
-                                              "CC=ccache gcc", *targets], log, env,
-                                on_line=say_compiled)
-            except kbuild.BuildError:
-                pass  # the missing objects below name what failed
-        failed = [f for f, t in zip(files, targets) if not (obj / t).exists()]
+        kbuild.run_make(layout, obj, [CONFIG_TARGET], log, env)
+        kbuild.run_make(layout, obj, [f"-j{os.cpu_count() or 1}", "CC=ccache gcc", "prepare"],
+                        log, env)
+        failed = compile_objects(layout, obj, files, log, env, on_line=say_compiled)
         # A file that does not compile on the pristine tree either is not
         # part of this config (a pattern can match such files), not a fault
         # of the series.
         broken_upstream = []
         if failed:
             source.git(layout.src, "checkout", "-q", "-f", "--detach", info.tag)
-            with open(log_path, "a") as log:
-                log.write("# the failures again, on the pristine tree\n")
-                try:
-                    kbuild.run_make(layout, obj, [f"-j{os.cpu_count() or 1}", "-k",
-                                                  "CC=ccache gcc",
-                                                  *(f[:-2] + ".o" for f in failed)], log, env)
-                except kbuild.BuildError:
-                    pass
-            broken_upstream = [f for f in failed if not (obj / (f[:-2] + ".o")).exists()]
+            log.write("# the failures again, on the pristine tree\n")
+            broken_upstream = compile_objects(layout, obj, failed, log, env)
             failed = [f for f in failed if f not in broken_upstream]
     modules = (obj / ".config").read_text().count("=m\n")
     return CompileResult(kernel.name, CONFIG_TARGET, tuple(files), tuple(failed),

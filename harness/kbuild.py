@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,6 +157,23 @@ def build(layout: Layout, kernel_name: str, flavour: str, jobs: int | None = Non
     return build_kernel(layout, series.resolve(layout, kernel_name), flavour, jobs=jobs)
 
 
+@contextmanager
+def build_lock(layout: Layout):
+    """One kernel build at a time on this machine, whoever asks."""
+    layout.build.mkdir(parents=True, exist_ok=True)
+    with open(layout.build / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def build_env(layout: Layout) -> dict[str, str]:
+    """Reproducible builds through the compiler cache outside the repo."""
+    layout.ccache.mkdir(parents=True, exist_ok=True)
+    return dict(os.environ, **BUILD_ENV, CCACHE_DIR=str(layout.ccache),
+                CCACHE_BASEDIR=str(layout.src), CCACHE_NOHASHDIR="1",
+                CCACHE_MAXSIZE=os.environ.get("CCACHE_MAXSIZE", "20G"))
+
+
 def build_kernel(layout: Layout, kernel: series.Kernel, flavour: str,
                  extra_fragments: tuple[Path, ...] = (), jobs: int | None = None) -> KernelImage:
     """Build any kernel: a named one, or a test kernel with patches and config of its own."""
@@ -170,10 +188,7 @@ def build_kernel(layout: Layout, kernel: series.Kernel, flavour: str,
         twin = KernelImage(kernel.name, flavour, key, directory)
         if is_built(twin):
             return twin
-    layout.build.mkdir(parents=True, exist_ok=True)
-    # One kernel build at a time on this machine, whoever asks.
-    with open(layout.build / "build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with build_lock(layout):
         if is_built(image):
             return image
         return _build_locked(layout, info, kernel, flavour, frags, image,
@@ -190,10 +205,7 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
     staging = image.directory.with_name(image.directory.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    layout.ccache.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, **BUILD_ENV, CCACHE_DIR=str(layout.ccache),
-               CCACHE_BASEDIR=str(layout.src), CCACHE_NOHASHDIR="1",
-               CCACHE_MAXSIZE=os.environ.get("CCACHE_MAXSIZE", "20G"))
+    env = build_env(layout)
     merged = staging / "fragments.config"
     merged.write_text("".join(p.read_text() for p in frags))
 

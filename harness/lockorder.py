@@ -35,6 +35,10 @@ class LockOrder:
     patterns: dict[str, tuple[str, ...]]
     allowed: frozenset[tuple[str, str]]
 
+    def allows(self, edge: tuple[str, str, str, str] | list[str]) -> bool:
+        """An icache edge (held, taken, held_role, taken_role) this design allows."""
+        return (edge[2], edge[3]) in self.allowed
+
 
 @dataclass(frozen=True)
 class Violation:
@@ -102,5 +106,4 @@ def icache_edges(edges: tuple[tuple[str, str], ...],
 
 
 def violations(edges: tuple[tuple[str, str], ...], order: LockOrder) -> list[Violation]:
-    return [Violation(*e) for e in icache_edges(edges, order.patterns)
-            if (e[2], e[3]) not in order.allowed]
+    return [Violation(*e) for e in icache_edges(edges, order.patterns) if not order.allows(e)]

@@ -188,7 +188,8 @@ class ReportBuilder:
             "Per workload and evidence: the baseline's value (mean ± half the 95% interval) "
             "and every other kernel's change against it. ✓: the 95% intervals do not overlap "
             "(significant); ≈: the difference is inside the noise; (1 boot): no interval, so "
-            "no claim; lock counts are exact, so any difference there is real. The exact counts and the -icount single-thread "
+            "no claim; lock counts are exact, so any difference there is real. The exact "
+            "counts and the -icount single-thread "
             "rates carry the verdict on this machine; TCG wall-clock throughput is shown with "
             "its noise and decides only where the intervals separate."))
         if not verdicts:
