@@ -18,7 +18,10 @@ from harness.layout import Layout
 
 PACKAGE = "linux-source-6.1"
 TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
-GIT_IDENTITY = ["-c", "user.name=inode-duel", "-c", "user.email=inode-duel@localhost"]
+# No automatic gc: committing the 75,000 files of the pristine tree would start
+# a background repack that takes a core from the first kernel build.
+GIT_OPTIONS = ["-c", "user.name=inode-duel", "-c", "user.email=inode-duel@localhost",
+               "-c", "gc.auto=0"]
 
 
 class SourceError(Exception):
@@ -66,7 +69,7 @@ def kernel_version_of(makefile_text: str) -> str:
 
 
 def git(src: Path, *args: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(src), *GIT_IDENTITY, *args],
+    return subprocess.run(["git", "-C", str(src), *GIT_OPTIONS, *args],
                           check=check, text=True, capture_output=True, **kw)
 
 

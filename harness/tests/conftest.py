@@ -39,7 +39,7 @@ def layout(tmp_path) -> Layout:
     src = tmp_path / "build" / "src"
     (src / "fs").mkdir(parents=True)
     (src / "fs" / "inode.c").write_text("line one\nline two\nline three\n")
-    git = ["git", "-C", str(src), *source.GIT_IDENTITY]
+    git = ["git", "-C", str(src), *source.GIT_OPTIONS]
     subprocess.run(["git", "init", "-q", str(src)], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "pristine"], check=True)
