@@ -209,6 +209,50 @@ def verdicts(rows: list[Row], baseline: str, kernel_order: list[str] | None = No
     return out
 
 
+
+@dataclass(frozen=True)
+class Tally:
+    """How one kernel fared against the baseline over every case of one kind of evidence.
+
+    Each list holds the relative changes of the cases in that outcome; an exact
+    count is better or worse whenever it is not the same, a timed figure only
+    when the 95% intervals separate.
+    """
+    kernel: str
+    evidence: str
+    cpus: int
+    better: list[float]
+    worse: list[float]
+    even: list[float]  # the same count, or inside the noise
+    unclaimed: int  # one boot on a side: no interval
+
+
+def tallies(verdicts: list[Verdict]) -> list[Tally]:
+    """Per kernel other than the baseline, per evidence and vCPU count: its outcomes."""
+    groups: dict[tuple[str, str, int], list[list[float]]] = {}
+    unclaimed: dict[tuple[str, str, int], int] = defaultdict(int)
+    for v in verdicts:
+        for kernel in v.summaries:
+            c = v.comparison(kernel)
+            if c is None:
+                continue
+            key = (kernel, v.evidence, v.cpus)
+            better, worse, even = groups.setdefault(key, [[], [], []])
+            if v.evidence == "exact":
+                decided = not v.same(kernel, v.baseline)
+            elif c.candidate.n < 2 or c.baseline.n < 2:
+                unclaimed[key] += 1
+                continue
+            else:
+                decided = c.significant
+            if not decided or c.change == 0:
+                even.append(c.change)
+            elif (c.change > 0) == v.higher_is_better:
+                better.append(c.change)
+            else:
+                worse.append(c.change)
+    return [Tally(k, e, n, *lists, unclaimed[k, e, n]) for (k, e, n), lists in groups.items()]
+
 def _ordered(summaries: dict[str, stats.Summary], order: list[str] | None) -> dict:
     keys = [k for k in (order or []) if k in summaries] + \
         [k for k in summaries if k not in (order or [])]

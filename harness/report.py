@@ -122,6 +122,35 @@ def why_text(rows: list[tidy.Row], v: analysis.Verdict, kernels: list[str]) -> s
     return "; ".join(parts)
 
 
+def outcome_cell(changes: list[float]) -> str:
+    """How many cases, and the range of their changes."""
+    if not changes:
+        return "0"
+    low, high = min(changes), max(changes)
+    spread = pct(low) if low == high else f"{pct(low)} to {pct(high)}"
+    return f"{len(changes)} ({spread})"
+
+
+def glance_table(verdicts: list[analysis.Verdict], kernels: list[str]) -> Table | None:
+    """Each kernel against the baseline, one row per kind of evidence."""
+    order = {k: i for i, k in enumerate(kernels)}
+    evidence_order = list(EVIDENCE_SHORT)
+    out = []
+    for t in sorted(analysis.tallies(verdicts),
+                    key=lambda t: (order.get(t.kernel, len(order)),
+                                   evidence_order.index(t.evidence), t.cpus)):
+        evidence = EVIDENCE_SHORT[t.evidence] + (f", {t.cpus} vCPU" if t.evidence != "icount"
+                                                 else "")
+        even = outcome_cell(t.even) + (f"; {t.unclaimed} with one boot, no claim"
+                                       if t.unclaimed else "")
+        out.append([t.kernel, evidence, outcome_cell(t.better), even, outcome_cell(t.worse)])
+    if not out:
+        return None
+    same = "the same (exact) or inside the noise"
+    return Table(["kernel", "evidence", "better: cases (change)", f"{same}: cases (change)",
+                  "worse: cases (change)"], out)
+
+
 def verdict_table(rows: list[tidy.Row], verdicts: list[analysis.Verdict],
                   kernels: list[str], baseline: str) -> Table:
     header = ["workload", "evidence", *kernels, "winner", "why (hottest icache lock, debug)"]
@@ -195,6 +224,14 @@ class ReportBuilder:
         if not verdicts:
             self.blocks.append(Para("No measurements in this run."))
             return
+        glance = glance_table(verdicts, self.kernels)
+        if glance:
+            self.blocks.append(Para(
+                f"At a glance: in how many workload cases each kernel beats "
+                f"{self.baseline}, matches it, or loses to it, by kind of evidence, with the "
+                f"range of the changes (for lock acquisitions, a negative change is better)."))
+            self.blocks.append(glance)
+            self.blocks.append(Para("Case by case:"))
         self.blocks.append(verdict_table(self.rows, verdicts, self.kernels, self.baseline))
         for evidence, text in analysis.EVIDENCE.items():
             self.blocks.append(Para(f"*{EVIDENCE_SHORT[evidence]}*: {text}."))

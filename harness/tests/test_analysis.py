@@ -88,3 +88,31 @@ def test_scaling_pairs_workers_counts_of_the_same_boot():
     s = analysis.scaling(rows, case, "tcg", 2)["base"]
     # The boots differ by 40%, the ratio inside each boot does not.
     assert s.n == 3 and abs(s.mean - 1.8) < 1e-9 and s.stddev < 1e-9
+
+
+def test_tallies_count_each_kernels_outcomes_by_evidence():
+    rows = []
+    for kernel, i_lock in (("mainline", 8.0), ("chinner", 8.05), ("piggin", 14.0)):
+        rows.append(row(kernel, "acquisitions_per_op", i_lock, flavour="debug", lock="i_lock",
+                        cpus=1))
+    # TCG: piggin separates (worse), chinner is inside the noise.
+    for kernel, vals in (("mainline", (1000, 1010, 990)), ("chinner", (900, 1200, 1000)),
+                         ("piggin", (500, 505, 495))):
+        rows += [row(kernel, "throughput", v, rep=i + 1) for i, v in enumerate(vals)]
+    # -icount: one boot of chinner, so no claim.
+    rows += [row("mainline", "throughput", v, mode="tcg-icount", cpus=1, rep=i + 1)
+             for i, v in enumerate((1545.0, 1546.0))]
+    rows.append(row("chinner", "throughput", 1600.0, mode="tcg-icount", cpus=1))
+    tallies = {(t.kernel, t.evidence): t
+               for t in analysis.tallies(analysis.verdicts(rows, "mainline"))}
+    assert "mainline" not in {k for k, _ in tallies}
+    chinner, piggin = tallies["chinner", "exact"], tallies["piggin", "exact"]
+    assert (len(chinner.even), chinner.better, chinner.worse) == (1, [], [])
+    assert piggin.worse == [0.75] and piggin.even == []
+    assert tallies["chinner", "tcg"].even and not tallies["chinner", "tcg"].worse
+    assert len(tallies["piggin", "tcg"].worse) == 1
+    assert tallies["chinner", "icount"].unclaimed == 1
+    table = report.glance_table(analysis.verdicts(rows, "mainline"),
+                                ["mainline", "chinner", "piggin"])
+    assert table.rows[0][:2] == ["chinner", "lock acquisitions/op (exact), 1 vCPU"]
+    assert ["piggin", "lock acquisitions/op (exact), 1 vCPU", "0", "0", "1 (+75.0%)"] in table.rows
