@@ -231,10 +231,27 @@ class ReportBuilder:
                 f"{self.baseline}, matches it, or loses to it, by kind of evidence, with the "
                 f"range of the changes (for lock acquisitions, a negative change is better)."))
             self.blocks.append(glance)
+        exact_chart = self.exact_chart(verdicts)
+        if exact_chart:
+            self.blocks.append(exact_chart)
+        if glance or exact_chart:
             self.blocks.append(Para("Case by case:"))
         self.blocks.append(verdict_table(self.rows, verdicts, self.kernels, self.baseline))
         for evidence, text in analysis.EVIDENCE.items():
             self.blocks.append(Para(f"*{EVIDENCE_SHORT[evidence]}*: {text}."))
+
+    def exact_chart(self, verdicts: list[analysis.Verdict]) -> Figure | None:
+        """The exact lock counts of every case in one picture: the sharpest evidence."""
+        exact = [v for v in verdicts if v.evidence == "exact"]
+        if not exact:
+            return None
+        values = {(v.case.label, k): s.mean for v in exact for k, s in v.summaries.items()}
+        chart = charts.clustered_bars(self.chart_stem("exact-acquisitions"),
+                                      "icache lock acquisitions per operation (exact; lower is better)",
+                                      [v.case.label for v in exact], self.kernels,
+                                      [("acquisitions / op", values)], self.kernels)
+        return Figure(chart, f"All icache lock acquisitions per operation, every workload, "
+                             f"debug kernels at {exact[0].cpus} vCPU (exact counts)")
 
     def cases_section(self) -> None:
         self.blocks.append(Heading(2, "Workloads: throughput and lock figures per operation"))

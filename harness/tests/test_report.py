@@ -57,8 +57,10 @@ def test_report_of_a_run(tmp_path):
     assert "+60.0%" in verdict  # base takes 16 icache locks per op against 10
     assert "**mainline**" in verdict
     assert "base: i_lock 8.0/op, held 40 µs/op" in verdict
+    assert "| base | lock acquisitions/op (exact), 2 vCPU | 0 | 0 | 1 (+60.0%) |" in verdict
     for chart in ("throughput-create-unlink-tmpfs-create-unlink", "locks-create-unlink-tmpfs-"
-                  "create-unlink-c2", "retries", "lockdep", "lockorder-mainline"):
+                  "create-unlink-c2", "retries", "lockdep", "lockorder-mainline",
+                  "exact-acquisitions"):
         png = run / "charts" / f"{chart}.png"
         assert png.exists() and png.stat().st_size > 1000, chart
         assert (run / "charts" / f"{chart}.svg").exists()
