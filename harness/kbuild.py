@@ -152,6 +152,32 @@ def run_make(layout: Layout, obj: Path, args: list[str], log, env: dict[str, str
                          f"log: {log.name}\n" + "\n".join(tail))
 
 
+@dataclass
+class BuildProgress:
+    """Counts the compile steps of a make's output; every 30 s, how far it is."""
+    label: str  # kernel/flavour
+    kind: str  # full or incremental
+    expected: int  # steps of the last build of this kind, 0 when unknown
+    started: float
+    seen: int = 0
+    last_report: float = 0.0
+
+    def line(self, text: str, now: float) -> str | None:
+        if re.match(r"\s+(CC|AS|LD|AR)\s", text):
+            self.seen += 1
+        if now - self.last_report < 30:
+            return None
+        self.last_report = now
+        elapsed = now - self.started
+        if self.expected:
+            done = min(self.seen / self.expected, 0.99)
+            left = f", about {progress.format_duration(elapsed / done * (1 - done))} left" \
+                if done else ""
+            return f"  {self.label}: {self.seen}/{self.expected} steps ({self.kind} build){left}"
+        return (f"  {self.label}: {self.seen} steps (first {self.kind} build, "
+                f"{progress.format_duration(elapsed)})")
+
+
 def build(layout: Layout, kernel_name: str, flavour: str, jobs: int | None = None) -> KernelImage:
     """Build (or find already built) the image of one kernel in one flavour."""
     return build_kernel(layout, series.resolve(layout, kernel_name), flavour, jobs=jobs)
@@ -209,33 +235,21 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
     merged = staging / "fragments.config"
     merged.write_text("".join(p.read_text() for p in frags))
 
-    # A build from an empty O= folder compiles everything: estimate its progress
-    # from the step count of the last such build. An incremental build (the
-    # folder holds another kernel's objects) compiles an unknown subset.
-    counter_file = layout.objects / f".{flavour}-full-build-steps"
+    # Estimate progress from the step count of the last build of the same kind:
+    # one from an empty O= folder compiles everything; an incremental one (the
+    # folder holds another kernel's objects) recompiles what the patches touch,
+    # about half the tree for every series here, as each changes fs.h.
     incremental = (obj / "vmlinux").exists()
-    expected = 0 if incremental else (int(counter_file.read_text()) if counter_file.exists()
-                                      else TYPICAL_FULL_BUILD_STEPS.get(flavour, 0))
-    seen = 0
-    last_report = 0.0
+    kind = "incremental" if incremental else "full"
+    counter_file = layout.objects / f".{flavour}-{kind}-build-steps"
+    expected = int(counter_file.read_text()) if counter_file.exists() else (
+        0 if incremental else TYPICAL_FULL_BUILD_STEPS.get(flavour, 0))
+    meter = BuildProgress(f"{kernel.name}/{flavour}", kind, expected, started)
 
     def count(line: str) -> None:
-        nonlocal seen, last_report
-        if re.match(r"\s+(CC|AS|LD|AR)\s", line):
-            seen += 1
-        now = time.monotonic()
-        if now - last_report >= 30:
-            last_report = now
-            elapsed = now - started
-            if expected and seen:
-                frac = min(seen / expected, 0.99)
-                left = elapsed / frac * (1 - frac)
-                progress.say(f"  {kernel.name}/{flavour}: {seen}/{expected} steps, "
-                             f"about {progress.format_duration(left)} left")
-            else:
-                kind = "incremental build" if incremental else "first build"
-                progress.say(f"  {kernel.name}/{flavour}: {seen} steps "
-                             f"({kind}, {progress.format_duration(elapsed)})")
+        message = meter.line(line, time.monotonic())
+        if message:
+            progress.say(message)
 
     progress.say(f"building {kernel.name}/{flavour} ({len(kernel.patches)} patches, "
                  f"commit {commit[:12]}), log: {staging / 'build.log'}")
@@ -247,8 +261,7 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
                 f"  {p.fragment}:{p.lineno}: {p.wanted} but .config has {p.got}"
                 for p in problems))
         run_make(layout, obj, [f"-j{jobs}", "CC=ccache gcc", "bzImage"], log, env, on_line=count)
-    if not incremental:
-        counter_file.write_text(str(max(seen, 1)))
+    counter_file.write_text(str(max(meter.seen, 1)))
     shutil.copy2(obj / "arch/x86/boot/bzImage", staging / "bzImage")
     shutil.copy2(obj / ".config", staging / "config")
     shutil.copy2(obj / "System.map", staging / "System.map")

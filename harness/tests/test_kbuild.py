@@ -84,3 +84,20 @@ def test_an_interrupted_make_leaves_no_process_behind(tmp_path):
                         on_line=interrupt)
     left = subprocess.run(["pgrep", "-f", "sleep 37.25"], capture_output=True, text=True)
     assert left.stdout == ""
+
+
+def test_build_progress_counts_compile_steps_and_estimates_the_time_left():
+    log = REPO_ROOT / "harness" / "test_data" / "kbuild" / "captured-make-bzImage-head.log"
+    # The same kind of build took 136 steps last time.
+    meter = kbuild.BuildProgress("base/perf", "incremental", 136, started=1000.0)
+    said = [meter.line(line, 1000.0 + i * 0.01) for i, line in enumerate(log.read_text()
+                                                                      .splitlines())]
+    assert said[0] == "  base/perf: 0/136 steps (incremental build)"
+    assert not any(said[1:])  # at most one line every 30 s
+    assert meter.seen == 68  # CC, AS, LD, AR lines; SYNC, GEN and HOSTCC are not steps
+    # Half the steps in 60 s: about as long again.
+    assert meter.line("", 1060.0) == \
+        "  base/perf: 68/136 steps (incremental build), about 1m00s left"
+    unknown = kbuild.BuildProgress("base/perf", "incremental", 0, started=0.0)
+    assert unknown.line("  CC      fs/inode.o", 45.0) == \
+        "  base/perf: 1 steps (first incremental build, 45s)"
