@@ -180,8 +180,8 @@ class StepTimes:
 
     Loaded from the stored cells and fed each new cell, so the estimate of
     what is left sharpens while a run goes on. A step never measured counts
-    as the median of steps measured on the same kind of boot, or
-    UNKNOWN_STEP_S when there is none.
+    as the median of the same workload and flavour on other boots, else of
+    steps on the same kind of boot, else UNKNOWN_STEP_S.
     """
 
     def __init__(self, layout: Layout) -> None:
@@ -191,24 +191,28 @@ class StepTimes:
             cell = json.loads(path.read_text())
             if cell.get("wall_s") and cell.get("history"):
                 self.add(tuple(cell["history"]), cell["wall_s"])
-        # On a fresh clone, the committed reference run's times (this machine's).
+        # Before any cell of its own: the reference run's times (this machine's),
+        # from the results folder in use, else the one committed in the checkout.
         self.prior: dict[tuple, list[float]] = {}
-        prior = layout.results / "reference" / STEP_TIMES
-        for item in json.loads(prior.read_text()) if prior.exists() else ():
-            self.prior[tuple(item["history"])] = [item["median_s"]]
+        for folder in (layout.results, layout.repo / "results"):
+            prior = folder / "reference" / STEP_TIMES
+            if prior.exists():
+                for item in json.loads(prior.read_text()):
+                    self.prior[tuple(item["history"])] = [item["median_s"]]
+                break
 
     def add(self, history: tuple, wall_s: float) -> None:
         self.seen.setdefault(tuple(history), []).append(wall_s)
 
     def step(self, history: tuple) -> float:
-        for known in (self.seen, self.prior):
-            if history in known:
-                return median(known[history])
-        for known in (self.seen, self.prior):
-            same_kind = [t for key, times in known.items() if key[2:] == history[2:]
-                         for t in times]
-            if same_kind:
-                return median(same_kind)
+        likenesses = (lambda key: key == history,
+                      lambda key: key[:3] == history[:3],  # workload, fs, flavour
+                      lambda key: key[2:] == history[2:])  # flavour, mode, cpus
+        for alike in likenesses:
+            for known in (self.seen, self.prior):
+                times = [t for key, ts in known.items() if alike(key) for t in ts]
+                if times:
+                    return median(times)
         return UNKNOWN_STEP_S
 
     def estimate(self, pending: list[tuple[BootConfig, list[Cell]]]) -> float:
