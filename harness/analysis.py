@@ -84,6 +84,21 @@ class Verdict:
             return None
         return stats.Comparison(self.summaries[kernel], self.summaries[self.baseline])
 
+    def outcome(self, kernel: str) -> str:
+        """Against the baseline: better or worse (an exact count that is not the
+        same, a timed figure whose interval separates), even (the same count, or
+        inside the noise), or unclaimed (one boot on a side, no interval)."""
+        c = self.comparison(kernel)
+        if self.evidence == "exact":
+            decided = not self.same(kernel, self.baseline)
+        elif c.candidate.n < 2 or c.baseline.n < 2:
+            return "unclaimed"
+        else:
+            decided = c.significant
+        if not decided:
+            return "even"
+        return "better" if (c.change > 0) == self.higher_is_better else "worse"
+
     @property
     def decided(self) -> bool:
         """The leaders' lead over every other kernel holds up to the evidence."""
@@ -209,15 +224,10 @@ def verdicts(rows: list[Row], baseline: str, kernel_order: list[str] | None = No
     return out
 
 
-
 @dataclass(frozen=True)
 class Tally:
-    """How one kernel fared against the baseline over every case of one kind of evidence.
-
-    Each list holds the relative changes of the cases in that outcome; an exact
-    count is better or worse whenever it is not the same, a timed figure only
-    when the 95% intervals separate.
-    """
+    """How one kernel fared against the baseline over every case of one kind of evidence:
+    the relative changes of the cases of each outcome (Verdict.outcome)."""
     kernel: str
     evidence: str
     cpus: int
@@ -229,29 +239,17 @@ class Tally:
 
 def tallies(verdicts: list[Verdict]) -> list[Tally]:
     """Per kernel other than the baseline, per evidence and vCPU count: its outcomes."""
-    groups: dict[tuple[str, str, int], list[list[float]]] = {}
-    unclaimed: dict[tuple[str, str, int], int] = defaultdict(int)
+    groups: dict[tuple[str, str, int], dict[str, list[float]]] = {}
     for v in verdicts:
         for kernel in v.summaries:
             c = v.comparison(kernel)
             if c is None:
                 continue
-            key = (kernel, v.evidence, v.cpus)
-            better, worse, even = groups.setdefault(key, [[], [], []])
-            if v.evidence == "exact":
-                decided = not v.same(kernel, v.baseline)
-            elif c.candidate.n < 2 or c.baseline.n < 2:
-                unclaimed[key] += 1
-                continue
-            else:
-                decided = c.significant
-            if not decided or c.change == 0:
-                even.append(c.change)
-            elif (c.change > 0) == v.higher_is_better:
-                better.append(c.change)
-            else:
-                worse.append(c.change)
-    return [Tally(k, e, n, *lists, unclaimed[k, e, n]) for (k, e, n), lists in groups.items()]
+            outcomes = groups.setdefault((kernel, v.evidence, v.cpus), defaultdict(list))
+            outcomes[v.outcome(kernel)].append(c.change)
+    return [Tally(k, e, n, o["better"], o["worse"], o["even"], len(o["unclaimed"]))
+            for (k, e, n), o in groups.items()]
+
 
 def _ordered(summaries: dict[str, stats.Summary], order: list[str] | None) -> dict:
     keys = [k for k in (order or []) if k in summaries] + \

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import shutil
+import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,17 +216,13 @@ class StepTimes:
             for known in (self.seen, self.prior):
                 times = [t for key, ts in known.items() if alike(key) for t in ts]
                 if times:
-                    return median(times)
+                    return statistics.median_high(times)
         return UNKNOWN_STEP_S
 
     def estimate(self, pending: list[tuple[BootConfig, list[Cell]]]) -> float:
         """Seconds the pending boots should take."""
         return sum(BOOT_OVERHEAD_S + sum(self.step(cell_history(config, cell)) for cell in cells)
                    for config, cells in pending)
-
-
-def median(values: list[float]) -> float:
-    return sorted(values)[len(values) // 2]
 
 
 def step_times_of_run(layout: Layout, run_dir: Path) -> list[dict]:
@@ -235,7 +232,7 @@ def step_times_of_run(layout: Layout, run_dir: Path) -> list[dict]:
         cell = load_cell(layout, key)
         if cell and cell.get("wall_s") and cell.get("history"):
             times.setdefault(tuple(cell["history"]), []).append(cell["wall_s"])
-    return [{"history": list(h), "median_s": round(median(t), 2), "cells": len(t)}
+    return [{"history": list(h), "median_s": round(statistics.median_high(t), 2), "cells": len(t)}
             for h, t in sorted(times.items())]
 
 

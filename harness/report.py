@@ -86,16 +86,12 @@ def verdict_cells(v: analysis.Verdict, kernels: list[str]) -> list[str]:
             spread = "" if v.evidence == "exact" or s.n < 2 else f" ±{fmt(s.half_width, 2)}"
             cells.append(f"{fmt(s.mean)}{spread}")
             continue
-        c = v.comparison(kernel)
+        outcome = v.outcome(kernel)
         if v.evidence == "exact":
-            mark = " (same)" if v.same(kernel, v.baseline) else ""
-        elif s.n < 2 or v.summaries[v.baseline].n < 2:
-            mark = " (1 boot)"
-        elif c.significant:
-            mark = " ✓"
+            mark = " (same)" if outcome == "even" else ""
         else:
-            mark = " ≈"
-        cells.append(f"{pct(c.change)}{mark}")
+            mark = {"unclaimed": " (1 boot)", "even": " ≈"}.get(outcome, " ✓")
+        cells.append(f"{pct(v.comparison(kernel).change)}{mark}")
     return cells
 
 
@@ -247,7 +243,8 @@ class ReportBuilder:
             return None
         values = {(v.case.label, k): s.mean for v in exact for k, s in v.summaries.items()}
         chart = charts.clustered_bars(self.chart_stem("exact-acquisitions"),
-                                      "icache lock acquisitions per operation (exact; lower is better)",
+                                      "icache lock acquisitions per operation "
+                                      "(exact; lower is better)",
                                       [v.case.label for v in exact], self.kernels,
                                       [("acquisitions / op", values)], self.kernels)
         return Figure(chart, f"All icache lock acquisitions per operation, every workload, "
