@@ -140,8 +140,9 @@ def prepare(layout: Layout) -> GuestFiles:
     initramfs = guest / f"initramfs-{digest.hexdigest()[:16]}.cpio"
     if not initramfs.exists():
         progress.say(f"writing {initramfs.name} ({len(entries)} entries)")
-        for old in guest.glob("initramfs-*.cpio"):
-            old.unlink()
+        # Other checkouts sharing this build folder may still boot older ones.
+        for old in sorted(guest.glob("initramfs-*.cpio"), key=lambda p: p.stat().st_mtime)[:-3]:
+            old.unlink(missing_ok=True)
         partial = initramfs.with_suffix(".partial")
         write_cpio(entries, partial)
         partial.rename(initramfs)
