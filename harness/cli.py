@@ -21,9 +21,13 @@ import sys
 import time
 from pathlib import Path
 
-from harness import (bisect, channel, charts, compare, compile_check, fio, guest, kbuild,
-                     lockdep_graph, lockorder, lockstat, plan, progress, qemu, reference, report,
-                     reports, runner, series, source, workloads)
+from harness import lockorder, progress
+from harness.boot import channel, qemu, runner
+from harness.guest import initramfs, plan, workloads
+from harness.kernels import bisect_check, compile_check, kbuild, series, source
+from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
+from harness.report import charts, document, reference
+from harness.run import compare
 from harness.layout import default_layout
 
 EXIT_USAGE = 2
@@ -37,7 +41,7 @@ def cmd_parse(args) -> int:
     if args.kind == "lockstat":
         out = lockstat.parse(_read(args.file)).as_json()
     elif args.kind == "reports":
-        out = {"reports": [r.as_json() for r in reports.parse(_read(args.file))]}
+        out = {"reports": [r.as_json() for r in kernel_reports.parse(_read(args.file))]}
     elif args.kind == "lockdep":
         out = {"edges": [list(e) for e in lockdep_graph.parse(_read(args.file))]}
     elif args.kind == "fio":
@@ -79,7 +83,7 @@ def cmd_boot(args) -> int:
     known = workloads.load_all(layout.workloads)
     chosen = workloads.select(known, " ".join(args.workloads))
     image = kbuild.build(layout, args.kernel, args.flavour)
-    files = guest.prepare(layout)
+    files = initramfs.prepare(layout)
     items = [(w, fs, p) for w in chosen for fs in (args.fs or w.filesystems)
              for p in ([args.procs] if args.procs else w.procs_for(args.cpus))]
     steps = plan.make_steps(items)
@@ -159,7 +163,7 @@ def cmd_compare(args) -> int:
                           if run_dir.resolve().is_relative_to(layout.results.resolve())
                           else run_dir.resolve())
     progress.say(f"compare done: {len(result.rows)} rows in {run_dir / 'tidy.tsv'}")
-    md, page = report.write(layout, run_dir, args.baseline)
+    md, page = document.write(layout, run_dir, args.baseline)
     progress.say(f"report: {md} and {page}")
     return 0
 
@@ -169,7 +173,7 @@ def cmd_report(args) -> int:
     run_dir = Path(args.run_dir) if args.run_dir else layout.results / "latest"
     if not (run_dir / "tidy.tsv").exists():
         raise FileNotFoundError(f"{run_dir}: no tidy.tsv (not a run folder)")
-    md, page = report.write(layout, run_dir.resolve(), args.baseline)
+    md, page = document.write(layout, run_dir.resolve(), args.baseline)
     progress.say(f"report: {md} and {page}")
     return 0
 
@@ -190,7 +194,7 @@ def cmd_reference(args) -> int:
 
 
 def cmd_bisect_check(args) -> int:
-    results = bisect.check_series(default_layout(), args.series, cpus=args.cpus)
+    results = bisect_check.check_series(default_layout(), args.series, cpus=args.cpus)
     json.dump([dict(r.__dict__, ok=r.ok) for r in results], sys.stdout, indent=1)
     print()
     failed = [r.kernel for r in results if not r.ok]
@@ -294,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 ERRORS = (series.SeriesError, kbuild.BuildError, workloads.WorkloadError, source.SourceError,
-          guest.GuestError, qemu.QemuError, charts.ChartError, reference.ReferenceError,
+          initramfs.GuestError, qemu.QemuError, charts.ChartError, reference.ReferenceError,
           FileNotFoundError)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-from harness.lockstat import LockClass
+from harness.parsers.lockstat import LockClass
 
 ROLES = ("global", "hash", "sb_list", "i_lock", "lru", "wb")
 

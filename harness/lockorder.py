@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import icache, series
+from harness import icache
+from harness.kernels import series
 from harness.layout import Layout
 
 HERE = Path(__file__).resolve().parent

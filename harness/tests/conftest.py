@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from harness import series, source
+from harness.kernels import series, source
 from harness.layout import Layout
 
 PATCH = """\

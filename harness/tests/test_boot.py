@@ -9,7 +9,10 @@ import json
 
 import pytest
 
-from harness import compare, guest, kbuild, plan, qemu, runner, tidy, workloads
+from harness.boot import qemu, runner
+from harness.guest import initramfs, plan, workloads
+from harness.kernels import kbuild
+from harness.run import compare, tidy
 from harness.layout import REPO_ROOT, default_layout
 
 pytestmark = pytest.mark.boot
@@ -20,7 +23,7 @@ TEST_WORKLOADS = REPO_ROOT / "harness" / "test_data" / "workloads"
 def built():
     layout = default_layout()
     image = kbuild.build(layout, "mainline", "debug")
-    return layout, image, guest.prepare(layout)
+    return layout, image, initramfs.prepare(layout)
 
 
 def test_hung_guest_is_killed_classified_and_next_boot_runs(built, tmp_path):

@@ -6,9 +6,9 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from harness import channel
+from harness.boot import channel
 
-GUEST_LIB = Path(__file__).resolve().parents[1] / "guest" / "inode-duel.sh"
+GUEST_LIB = Path(__file__).resolve().parents[1] / "guest" / "rootfs" / "inode-duel.sh"
 
 
 def encode(name: str, data: bytes) -> bytes:

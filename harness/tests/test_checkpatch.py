@@ -6,7 +6,7 @@ on first use, as `make compare` does).
 
 import pytest
 
-from harness import bisect, series, source
+from harness.kernels import bisect_check, series, source
 from harness.layout import default_layout
 
 BROKEN = """\
@@ -46,12 +46,12 @@ def committed_patches():
 
 @pytest.mark.parametrize("patch", committed_patches(), ids=lambda p: p.path.name)
 def test_committed_patch_has_no_checkpatch_errors(layout, patch):
-    errors, _warnings, report = bisect.checkpatch(layout, patch)
+    errors, _warnings, report = bisect_check.checkpatch(layout, patch)
     assert errors == 0, report
 
 
 def test_checkpatch_errors_are_counted(layout, tmp_path):
     path = tmp_path / "0001-broken.patch"
     path.write_text(BROKEN)
-    errors, _warnings, report = bisect.checkpatch(layout, series.Patch("test", 1, path))
+    errors, _warnings, report = bisect_check.checkpatch(layout, series.Patch("test", 1, path))
     assert errors >= 2, report

@@ -2,7 +2,10 @@
 
 from pathlib import Path
 
-from harness import compare, kbuild, runner, workloads
+from harness.boot import runner
+from harness.guest import workloads
+from harness.kernels import kbuild
+from harness.run import compare
 from harness.layout import REPO_ROOT
 
 

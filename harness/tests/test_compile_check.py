@@ -1,6 +1,6 @@
 """Which files compile-check compiles: touched, matching, and includers of private headers."""
 
-from harness import compile_check, source
+from harness.kernels import compile_check, source
 
 
 def commit_all(layout, message):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import fio
+from harness.parsers import fio
 
 DATA = Path(__file__).resolve().parent.parent / "test_data" / "fio"
 

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from harness import kbuild, series, source
+from harness.kernels import kbuild, series, source
 from harness.layout import REPO_ROOT, Layout, default_layout
 
 

@@ -8,7 +8,7 @@ and without the CONFIG_DEBUG_LOCKDEP "OPS:" field.
 
 from pathlib import Path
 
-from harness import lockdep_graph
+from harness.parsers import lockdep_graph
 
 DATA = Path(__file__).resolve().parent.parent / "test_data" / "lockdep"
 CAPTURED = DATA / "captured-mainline-debug.lockdep"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import lockstat
+from harness.parsers import lockstat
 
 DATA = Path(__file__).resolve().parent.parent / "test_data" / "lockstat"
 CAPTURED = DATA / "captured-mainline-debug-ext4-unlink.lock_stat"

@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from harness import compare, reference, series
+from harness.kernels import series
+from harness.report import reference
+from harness.run import compare
 from harness.layout import default_layout
 from harness.tests.conftest import add_patch
 from harness.tests.test_report import make_run

@@ -2,7 +2,8 @@
 
 import json
 
-from harness import report, tidy
+from harness.report import document
+from harness.run import tidy
 from harness.layout import default_layout
 from harness.tests.test_analysis import row
 
@@ -48,7 +49,7 @@ def make_run(tmp_path):
 
 def test_report_of_a_run(tmp_path):
     run = make_run(tmp_path)
-    md, page = report.write(default_layout(), run, "mainline")
+    md, page = document.write(default_layout(), run, "mainline")
     text = md.read_text()
     # The verdict comes first, and says who wins on which evidence.
     assert text.index("## Verdict") < text.index("## Workloads")

@@ -1,4 +1,4 @@
-"""reports.parse against console logs.
+"""kernel_reports.parse against console logs.
 
 captured-*: real consoles of this project's guests: a clean boot of the
 mainline debug kernel, and captured-splat-KIND.log, one boot per kind of the
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import reports
+from harness.parsers import kernel_reports
 
 DATA = Path(__file__).resolve().parent.parent / "test_data" / "console"
 
@@ -23,7 +23,7 @@ def read(name: str) -> str:
 
 
 def summary(text: str):
-    return [(r.kind, r.title, r.line) for r in reports.parse(text)]
+    return [(r.kind, r.title, r.line) for r in kernel_reports.parse(text)]
 
 
 # One report per file, each what the splat generator's kind prints on 6.1.
@@ -47,7 +47,7 @@ SINGLE = [
 @pytest.mark.parametrize("name, kind, title", SINGLE)
 def test_lockdep_and_rcu_reports(name, kind, title):
     text = read(name)
-    (report,) = reports.parse(text)
+    (report,) = kernel_reports.parse(text)
     assert (report.kind, report.title) == (kind, title)
     assert report.as_json() == {"kind": kind, "title": title}
     lines = text.split("\n")
@@ -63,14 +63,14 @@ def test_lockdep_and_rcu_reports(name, kind, title):
 
 
 def test_circular_report_keeps_the_dependency_chain():
-    (report,) = reports.parse(read("captured-splat-circular.log"))
+    (report,) = kernel_reports.parse(read("captured-splat-circular.log"))
     body = report.text.split("\n")
     assert any(line.startswith("-> #1 (idsplat_circ") for line in body)
     assert body.count("Call Trace:") == 1
 
 
 def test_the_lockdep_headline_is_not_a_second_warn():
-    kinds = [r.kind for name, _, _ in SINGLE for r in reports.parse(read(name))]
+    kinds = [r.kind for name, _, _ in SINGLE for r in kernel_reports.parse(read(name))]
     assert "warn" not in kinds and len(kinds) == len(SINGLE)
 
 
@@ -85,13 +85,13 @@ CAPTURED_OTHERS = [
 
 @pytest.mark.parametrize("name, kind, title", CAPTURED_OTHERS)
 def test_captured_non_lockdep_reports(name, kind, title):
-    assert [(r.kind, r.title) for r in reports.parse(read(name))] == [(kind, title)]
+    assert [(r.kind, r.title) for r in kernel_reports.parse(read(name))] == [(kind, title)]
 
 
 def test_clean_boot_has_no_reports():
     text = read("captured-mainline-debug-clean-boot.log")
     assert "\r\n" in text
-    assert reports.parse(text) == ()
+    assert kernel_reports.parse(text) == ()
 
 
 def test_one_boot_with_caller_ids_and_crlf():
@@ -108,7 +108,7 @@ def test_one_boot_with_caller_ids_and_crlf():
 
 def test_warn_splat_is_one_report_from_cut_here_to_end_trace():
     text = read("synthetic-caller-crlf-sleep-warn-bug-oops-panic.txt")
-    warn = reports.parse(text)[1]
+    warn = kernel_reports.parse(text)[1]
     body = warn.text.split("\n")
     assert body[0] == "------------[ cut here ]------------"
     assert body[1] == "inode-duel: deliberate warning"  # WARN()'s own message
@@ -120,7 +120,7 @@ def test_warn_splat_is_one_report_from_cut_here_to_end_trace():
 
 def test_oops_line_continues_its_bug_report_and_panic_is_separate():
     text = read("synthetic-caller-crlf-sleep-warn-bug-oops-panic.txt")
-    oops, panic = reports.parse(text)[3:]
+    oops, panic = kernel_reports.parse(text)[3:]
     body = oops.text.split("\n")
     assert "Oops: 0000 [#2] PREEMPT SMP NOPTI" in body
     assert "---[ end trace 0000000000000000 ]---" in body
@@ -133,7 +133,7 @@ def test_oops_line_continues_its_bug_report_and_panic_is_separate():
 
 def test_bug_report_ends_before_the_next_report():
     text = read("synthetic-caller-crlf-sleep-warn-bug-oops-panic.txt")
-    bug = reports.parse(text)[2]
+    bug = kernel_reports.parse(text)[2]
     assert bug.text.split("\n")[:3] == ["------------[ cut here ]------------",
                                         "kernel BUG at lib/inode_duel_splat.c:189!",
                                         "invalid opcode: 0000 [#1] PREEMPT SMP NOPTI"]
@@ -163,7 +163,7 @@ def _reprefix(text: str, prefix) -> str:
 ])
 @pytest.mark.parametrize("name, kind, title", SINGLE[:3] + SINGLE[5:6])
 def test_prefixes_do_not_change_titles(prefix, name, kind, title):
-    assert [(r.kind, r.title) for r in reports.parse(_reprefix(read(name), prefix))] == [
+    assert [(r.kind, r.title) for r in kernel_reports.parse(_reprefix(read(name), prefix))] == [
         (kind, title)]
 
 
@@ -181,7 +181,7 @@ def test_questionable_frames_and_old_style_addresses_are_skipped():
         " [<ffffffff811c3d4e>] kmem_cache_alloc+0x4e/0x210",
         " [<ffffffff81234567>] real_caller+0x17/0x40",
     ])
-    (report,) = reports.parse(text)
+    (report,) = kernel_reports.parse(text)
     # kmem_cache_alloc is not skipped for this kind, as in syzkaller
     assert report.title == "BUG: sleeping function called from invalid context in kmem_cache_alloc"
 
@@ -194,7 +194,7 @@ def test_older_headlines():
         "sh/1 is freeing memory ffff88003a4c5e00-ffff88003a4c5fff, with a lock still held there!",
         " (&obj->lock){+.+...}, at: [<ffffffff81234567>] old_function+0x3e/0x60",
     ])
-    (report,) = reports.parse(text)
+    (report,) = kernel_reports.parse(text)
     assert (report.kind, report.title) == ("held-lock-freed", "held lock freed in old_function")
     assert report.line == 1
 
@@ -218,7 +218,7 @@ def test_kasan_and_gpf_titles():
     ])
     assert summary(text) == [("bug", "KASAN: use-after-free Read in iput", 1),
                              ("bug", "general protection fault in evict", 6)]
-    kasan = reports.parse(text)[0].text.split("\n")
+    kasan = kernel_reports.parse(text)[0].text.split("\n")
     assert kasan[0] == kasan[-1] == "=" * 66  # KASAN's own banners bound it
 
 

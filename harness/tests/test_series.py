@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from harness import series
+from harness.kernels import series
 from harness.tests.conftest import INFO, add_patch
 
 

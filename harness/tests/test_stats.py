@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from harness import stats
+from harness.analysis import stats
 
 
 def test_summary_of_three():

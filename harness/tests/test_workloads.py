@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import workloads
+from harness.guest import workloads
 from harness.layout import REPO_ROOT
 
 GOOD = """\

@@ -12,7 +12,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from harness import guest, kbuild, progress, qemu, series  # noqa: E402
+from harness import progress
+from harness.boot import qemu
+from harness.guest import initramfs
+from harness.kernels import kbuild, series  # noqa: E402
 from harness.layout import default_layout  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -25,7 +28,7 @@ def main(kinds: list[str]) -> None:
     patch = series.Patch("splat", 1, HERE / "0001-inode-duel-splat-generator.patch")
     image = kbuild.build_kernel(layout, series.Kernel("splat", (patch,)), "debug",
                                 extra_fragments=(HERE / "splat.config",))
-    files = guest.prepare(layout)
+    files = initramfs.prepare(layout)
     out = layout.build / "splat"
     for kind in kinds:
         plan = out / f"{kind}.sh"

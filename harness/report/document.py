@@ -17,7 +17,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import analysis, charts, icache, lockorder, stats, tidy
+from harness import icache, lockorder
+from harness.analysis import evidence, stats
+from harness.report import charts
+from harness.run import tidy
 from harness.layout import Layout
 
 EVIDENCE_SHORT = {"exact": "lock acquisitions/op (exact)", "icount": "1 vCPU -icount rate",
@@ -74,7 +77,7 @@ def pct(change: float) -> str:
     return f"{change * 100:+.{decimals}f}%"
 
 
-def verdict_cells(v: analysis.Verdict, kernels: list[str]) -> list[str]:
+def verdict_cells(v: evidence.Verdict, kernels: list[str]) -> list[str]:
     """One cell per kernel: the baseline's value, the others' change against it."""
     cells = []
     for kernel in kernels:
@@ -95,7 +98,7 @@ def verdict_cells(v: analysis.Verdict, kernels: list[str]) -> list[str]:
     return cells
 
 
-def winner_text(v: analysis.Verdict) -> str:
+def winner_text(v: evidence.Verdict) -> str:
     if len(v.summaries) < 2:
         return "(one kernel)"
     leaders = " = ".join(v.leaders)
@@ -106,12 +109,12 @@ def winner_text(v: analysis.Verdict) -> str:
     return f"{v.winner} (within noise)"
 
 
-def why_text(rows: list[tidy.Row], v: analysis.Verdict, kernels: list[str]) -> str:
+def why_text(rows: list[tidy.Row], v: evidence.Verdict, kernels: list[str]) -> str:
     """The hottest icache lock of each kernel in this case: taken how often, held how long."""
-    figures = analysis.lock_figures(rows, v.case, v.cpus)
+    figures = evidence.lock_figures(rows, v.case, v.cpus)
     parts = []
     for kernel in kernels:
-        role, f = analysis.hottest_lock(figures, kernel)
+        role, f = evidence.hottest_lock(figures, kernel)
         if role:
             parts.append(f"{kernel}: {role} {fmt(f['acquisitions_per_op'], 2)}/op, "
                          f"held {fmt(f['holdtime_per_op'], 2)} µs/op")
@@ -127,19 +130,19 @@ def outcome_cell(changes: list[float]) -> str:
     return f"{len(changes)} ({spread})"
 
 
-def glance_table(verdicts: list[analysis.Verdict], kernels: list[str]) -> Table | None:
+def glance_table(verdicts: list[evidence.Verdict], kernels: list[str]) -> Table | None:
     """Each kernel against the baseline, one row per kind of evidence."""
     order = {k: i for i, k in enumerate(kernels)}
     evidence_order = list(EVIDENCE_SHORT)
     out = []
-    for t in sorted(analysis.tallies(verdicts),
+    for t in sorted(evidence.tallies(verdicts),
                     key=lambda t: (order.get(t.kernel, len(order)),
                                    evidence_order.index(t.evidence), t.cpus)):
-        evidence = EVIDENCE_SHORT[t.evidence] + (f", {t.cpus} vCPU" if t.evidence != "icount"
+        kind = EVIDENCE_SHORT[t.evidence] + (f", {t.cpus} vCPU" if t.evidence != "icount"
                                                  else "")
         even = outcome_cell(t.even) + (f"; {t.unclaimed} with one boot, no claim"
                                        if t.unclaimed else "")
-        out.append([t.kernel, evidence, outcome_cell(t.better), even, outcome_cell(t.worse)])
+        out.append([t.kernel, kind, outcome_cell(t.better), even, outcome_cell(t.worse)])
     if not out:
         return None
     same = "the same (exact) or inside the noise"
@@ -147,16 +150,16 @@ def glance_table(verdicts: list[analysis.Verdict], kernels: list[str]) -> Table 
                   "worse: cases (change)"], out)
 
 
-def verdict_table(rows: list[tidy.Row], verdicts: list[analysis.Verdict],
+def verdict_table(rows: list[tidy.Row], verdicts: list[evidence.Verdict],
                   kernels: list[str], baseline: str) -> Table:
     header = ["workload", "evidence", *kernels, "winner", "why (hottest icache lock, debug)"]
     out = []
     for v in verdicts:
-        evidence = EVIDENCE_SHORT[v.evidence] + (f", {v.cpus} vCPU" if v.evidence != "icount"
-                                                 else "")
+        kind = EVIDENCE_SHORT[v.evidence] + (f", {v.cpus} vCPU" if v.evidence != "icount"
+                                             else "")
         why = why_text(rows, v, kernels) if v.evidence == "exact" else ""
         better = f"{'higher' if v.higher_is_better else 'lower'} is better"
-        out.append([v.case.label, f"{evidence} ({v.unit + ', ' if v.unit else ''}{better})",
+        out.append([v.case.label, f"{kind} ({v.unit + ', ' if v.unit else ''}{better})",
                     *verdict_cells(v, kernels), winner_text(v), why])
     return Table(header, out)
 
@@ -169,7 +172,7 @@ class ReportBuilder:
         self.manifest = json.loads((run_dir / "manifest.json").read_text())
         conformance = run_dir / "lockorder.json"
         self.conformance = json.loads(conformance.read_text()) if conformance.exists() else {}
-        self.kernels = analysis.kernels_in(self.rows, self.manifest["matrix"]["kernels"])
+        self.kernels = evidence.kernels_in(self.rows, self.manifest["matrix"]["kernels"])
         self.baseline = baseline if baseline in self.kernels else (
             "mainline" if "mainline" in self.kernels else (self.kernels or ["?"])[0])
         self.requested_baseline = baseline
@@ -207,7 +210,7 @@ class ReportBuilder:
         return b
 
     def verdict_section(self) -> None:
-        verdicts = analysis.verdicts(self.rows, self.baseline, self.kernels)
+        verdicts = evidence.verdicts(self.rows, self.baseline, self.kernels)
         self.blocks.append(Heading(2, "Verdict"))
         self.blocks.append(Para(
             "Per workload and evidence: the baseline's value (mean ± half the 95% interval) "
@@ -233,10 +236,10 @@ class ReportBuilder:
         if glance or exact_chart:
             self.blocks.append(Para("Case by case:"))
         self.blocks.append(verdict_table(self.rows, verdicts, self.kernels, self.baseline))
-        for evidence, text in analysis.EVIDENCE.items():
-            self.blocks.append(Para(f"*{EVIDENCE_SHORT[evidence]}*: {text}."))
+        for kind, text in evidence.EVIDENCE.items():
+            self.blocks.append(Para(f"*{EVIDENCE_SHORT[kind]}*: {text}."))
 
-    def exact_chart(self, verdicts: list[analysis.Verdict]) -> Figure | None:
+    def exact_chart(self, verdicts: list[evidence.Verdict]) -> Figure | None:
         """The exact lock counts of every case in one picture: the sharpest evidence."""
         exact = [v for v in verdicts if v.evidence == "exact"]
         if not exact:
@@ -252,16 +255,16 @@ class ReportBuilder:
 
     def cases_section(self) -> None:
         self.blocks.append(Heading(2, "Workloads: throughput and lock figures per operation"))
-        mode = analysis.plain_mode(self.rows)
+        mode = evidence.plain_mode(self.rows)
         debug_cpus = sorted({r.cpus for r in self.rows if r.flavour == "debug"})
         timed_cpus = sorted({r.cpus for r in self.rows if r.flavour == "perf" and r.mode == mode})
-        for case in analysis.cases(self.rows):
+        for case in evidence.cases(self.rows):
             self.blocks.append(Heading(3, case.label))
             figures = Figures()
             series: dict[str, list[tuple[float, float, float]]] = {}
             unit = ""
             for cpus in timed_cpus:
-                summaries, unit = analysis.throughput(self.rows, case, mode, cpus)
+                summaries, unit = evidence.throughput(self.rows, case, mode, cpus)
                 for kernel, s in summaries.items():
                     series.setdefault(kernel, []).append((cpus, s.mean, s.half_width))
             if series:
@@ -281,8 +284,8 @@ class ReportBuilder:
             if table:
                 self.blocks.append(table)
 
-    def lock_chart(self, case: analysis.Case, cpus: int) -> Figure | None:
-        figures = analysis.lock_figures(self.rows, case, cpus)
+    def lock_chart(self, case: evidence.Case, cpus: int) -> Figure | None:
+        figures = evidence.lock_figures(self.rows, case, cpus)
         if not figures:
             return None
         roles = [r for r in icache.ROLES if any(role == r for (_, role, _) in figures)]
@@ -299,13 +302,13 @@ class ReportBuilder:
         return Figure(chart, f"Lock acquisitions, hold time and contentions per operation by "
                              f"icache lock, debug kernels at {cpus} vCPU")
 
-    def lock_table(self, case: analysis.Case, debug_cpus: list[int]) -> Table | None:
+    def lock_table(self, case: evidence.Case, debug_cpus: list[int]) -> Table | None:
         out = []
         for cpus in debug_cpus:
-            figures = analysis.lock_figures(self.rows, case, cpus)
+            figures = evidence.lock_figures(self.rows, case, cpus)
             for kernel in self.kernels:
                 for role in icache.ROLES:
-                    f = {m: figures.get((kernel, role, m)) for m in analysis.LOCK_METRICS}
+                    f = {m: figures.get((kernel, role, m)) for m in evidence.LOCK_METRICS}
                     if f["acquisitions_per_op"] is None:
                         continue
                     out.append([str(cpus), kernel, role, fmt(f["acquisitions_per_op"]),
@@ -317,11 +320,11 @@ class ReportBuilder:
                       "contentions/op", "wait µs/op"], out)
 
     def icount_section(self) -> None:
-        cases = analysis.cases(self.rows)
+        cases = evidence.cases(self.rows)
         values: dict[tuple[str, str], float] = {}
         table = []
         for case in cases:
-            summaries, unit = analysis.throughput(self.rows, case, "tcg-icount", 1)
+            summaries, unit = evidence.throughput(self.rows, case, "tcg-icount", 1)
             for kernel, s in summaries.items():
                 values[case.label, kernel] = s.mean
                 table.append([case.label, kernel, f"{fmt(s.mean)} {unit}", str(s.n),
@@ -343,7 +346,7 @@ class ReportBuilder:
         cpus_list = sorted({r.cpus for r in self.rows if r.flavour == "debug"})
         table, values, groups, counters = [], {}, [], set()
         for cpus in cpus_list:
-            for (kernel, label, counter), value in sorted(analysis.retries(self.rows, cpus).items()):
+            for (kernel, label, counter), value in sorted(evidence.retries(self.rows, cpus).items()):
                 counters.add((kernel, counter))
                 group = f"{label} ({cpus} vCPU)"
                 values[group, kernel] = values.get((group, kernel), 0.0) + value
@@ -373,7 +376,7 @@ class ReportBuilder:
                                      table))
 
     def lockdep_section(self) -> None:
-        counts = analysis.lockdep_counts(self.rows)
+        counts = evidence.lockdep_counts(self.rows)
         self.blocks.append(Heading(2, "Lockdep reports"))
         if not counts:
             self.blocks.append(Para("No debug boots in this run."))
@@ -437,13 +440,13 @@ class ReportBuilder:
         for name, kernels in by_series.items():
             kernels.sort(key=lambda k: int(k.split("@")[1]))
             ticks = [k.split("@")[1] for k in kernels]
-            for evidence, pick in (("exact", "acquisitions/op"), ("icount", "ops/s"),
-                                   ("tcg", "ops/s")):
+            for kind, pick in (("exact", "acquisitions/op"), ("icount", "ops/s"),
+                               ("tcg", "ops/s")):
                 series: dict[str, list[tuple[float, float, float]]] = {}
-                for v in analysis.verdicts(self.rows, self.baseline, kernels):
-                    if v.evidence != evidence:
+                for v in evidence.verdicts(self.rows, self.baseline, kernels):
+                    if v.evidence != kind:
                         continue
-                    label = v.case.label + (f" ({v.cpus} vCPU)" if evidence == "tcg" else "")
+                    label = v.case.label + (f" ({v.cpus} vCPU)" if kind == "tcg" else "")
                     for i, k in enumerate(kernels):
                         s = v.summaries.get(k)
                         if s:
@@ -452,13 +455,13 @@ class ReportBuilder:
                 if not series:
                     continue
                 chart = charts.lines_with_errors(
-                    self.chart_stem(f"bisect-{name}-{evidence}"),
-                    f"{name}: {EVIDENCE_SHORT[evidence]} by patch", "patches applied", pick,
+                    self.chart_stem(f"bisect-{name}-{kind}"),
+                    f"{name}: {EVIDENCE_SHORT[kind]} by patch", "patches applied", pick,
                     series, list(series), xtics=ticks)
-                self.blocks.append(Figure(chart, f"{name}@K: {analysis.EVIDENCE[evidence]}"))
+                self.blocks.append(Figure(chart, f"{name}@K: {evidence.EVIDENCE[kind]}"))
 
     def noise_section(self) -> None:
-        noise = analysis.noise(self.rows)
+        noise = evidence.noise(self.rows)
         if not noise:
             return
         self.blocks.append(Heading(2, "Noise of the timed runs"))
@@ -468,9 +471,9 @@ class ReportBuilder:
             "two 95% half-widths, relative to the baseline mean). Steps run while other host "
             "processes used more than a quarter of a core were measured again (reruns)."))
         rows = []
-        mode = analysis.plain_mode(self.rows)
+        mode = evidence.plain_mode(self.rows)
         for case, cpus, cov, reruns in noise:
-            summaries, _ = analysis.throughput(self.rows, case, mode, cpus)
+            summaries, _ = evidence.throughput(self.rows, case, mode, cpus)
             detectable = [stats.Comparison(s, summaries[self.baseline]).detectable
                           for k, s in summaries.items()
                           if k != self.baseline and self.baseline in summaries]

@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import kbuild, progress, series, source
+from harness import progress
+from harness.kernels import kbuild, series, source
 from harness.layout import Layout
 
 CONFIG_TARGET = "allmodconfig"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from harness.workloads import Workload
+from harness.guest.workloads import Workload
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,10 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from harness import guest, kbuild, plan, progress, qemu, runner, series, source, workloads
+from harness import progress
+from harness.boot import qemu, runner
+from harness.guest import initramfs, plan, workloads
+from harness.kernels import kbuild, series, source
 from harness.layout import Layout
 
 SMOKE_WORKLOAD = "create-unlink"
@@ -53,7 +56,7 @@ def check_series(layout: Layout, name: str, cpus: int = 2) -> list[PointResult]:
     if not patches:
         raise series.SeriesError(f"series-{name} has no patches")
     smoke = workloads.load_all(layout.workloads)[SMOKE_WORKLOAD]
-    files = guest.prepare(layout)
+    files = initramfs.prepare(layout)
     results = []
     meter = progress.Steps(len(patches), f"bisect-check {name}")
     for patch in patches:

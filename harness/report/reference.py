@@ -13,7 +13,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import compare, series
+from harness.kernels import series
+from harness.run import compare
 from harness.layout import Layout
 
 KEPT = ("report.md", "report.html", "tidy.tsv", "manifest.json", "lockorder.json")

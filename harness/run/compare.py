@@ -22,10 +22,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import (guest, kbuild, lockdep_graph, lockorder, plan, progress, qemu, runner,
-                     tidy)
+from harness import lockorder, progress
+from harness.boot import qemu, runner
+from harness.guest import initramfs, plan
+from harness.kernels import kbuild
+from harness.parsers import lockdep_graph
+from harness.run import tidy
 from harness.layout import Layout
-from harness.workloads import Workload
+from harness.guest.workloads import Workload
 
 DISTURBED_CORES = 0.25  # other processes' average CPU use (cores) that spoils a timed step
 
@@ -251,7 +255,7 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
     started = time.monotonic()
     run_dir.mkdir(parents=True, exist_ok=True)
     result = CompareResult(run_dir)
-    files = guest.prepare(layout)
+    files = initramfs.prepare(layout)
 
     # Build what is missing first: never measure while a kernel builds.
     images: dict[tuple[str, str], kbuild.KernelImage] = {}
@@ -384,7 +388,7 @@ def write_conformance(layout: Layout, run_dir: Path, result: CompareResult) -> N
     (run_dir / "lockorder.json").write_text(json.dumps(out, indent=1) + "\n")
 
 
-def probe_spec(layout: Layout, image: kbuild.KernelImage, files: guest.GuestFiles,
+def probe_spec(layout: Layout, image: kbuild.KernelImage, files: initramfs.GuestFiles,
                machine: qemu.Machine) -> qemu.BootSpec:
     probe_plan = layout.guest / "probe-plan.sh"
     probe_plan.write_text("echo 'inode-duel: probe'\n")

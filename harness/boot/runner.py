@@ -17,8 +17,11 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from harness import channel, guest, icache, measure, plan, qemu, reports
-from harness.kbuild import KernelImage
+from harness import icache
+from harness.boot import channel, measure, qemu
+from harness.guest import initramfs, plan
+from harness.parsers import kernel_reports
+from harness.kernels.kbuild import KernelImage
 
 LOCKDEP_KINDS = {"circular", "recursive", "inconsistent", "irq-inversion", "bad-unlock",
                  "held-lock-freed", "rcu", "sleep-in-atomic"}
@@ -63,7 +66,7 @@ def step_lines(console_text: str) -> dict[str, tuple[int, int | None]]:
     return spans
 
 
-def classify_boot(outcome: qemu.BootOutcome, found: tuple[reports.Report, ...],
+def classify_boot(outcome: qemu.BootOutcome, found: tuple[kernel_reports.Report, ...],
                   received: channel.Received, steps: list[StepOutcome]) -> str:
     kinds = {r.kind for r in found}
     finished = received.get("done") is not None
@@ -80,7 +83,7 @@ def classify_boot(outcome: qemu.BootOutcome, found: tuple[reports.Report, ...],
     return "ok"
 
 
-def _step_status(numbers: measure.StepNumbers, step_reports: list[reports.Report],
+def _step_status(numbers: measure.StepNumbers, step_reports: list[kernel_reports.Report],
                  ended: bool, boot_timed_out: bool) -> str:
     kinds = {r.kind for r in step_reports}
     if not ended:
@@ -104,7 +107,7 @@ def boot_timeout(steps: list[plan.Step], machine: qemu.Machine) -> float:
     return total * (2 if machine.icount else 1)
 
 
-def run_boot(image: KernelImage, files: guest.GuestFiles, machine: qemu.Machine,
+def run_boot(image: KernelImage, files: initramfs.GuestFiles, machine: qemu.Machine,
              steps: list[plan.Step], directory: Path, header: str,
              patterns: dict[str, tuple[str, ...]] = icache.DEFAULT_PATTERNS,
              timeout_s: float | None = None, on_line=None) -> BootRecord:
@@ -112,14 +115,14 @@ def run_boot(image: KernelImage, files: guest.GuestFiles, machine: qemu.Machine,
     plan_path = directory / "plan.sh"
     plan_path.write_text(plan.render(steps, machine.cpus, header))
     needs_disk = any(s.fs == "ext4" for s in steps)
-    disk = guest.scratch_disk(files, directory) if needs_disk else None
+    disk = initramfs.scratch_disk(files, directory) if needs_disk else None
     spec = qemu.BootSpec(image.bzimage, files.initramfs, plan_path, machine,
                          timeout_s or boot_timeout(steps, machine), disk=disk)
     try:
         outcome = qemu.boot(spec, directory, on_line=on_line)
     finally:
         if disk:
-            guest.remove_scratch(disk)
+            initramfs.remove_scratch(disk)
     return record_boot(outcome, steps, directory, patterns)
 
 
@@ -127,7 +130,7 @@ def record_boot(outcome: qemu.BootOutcome, steps: list[plan.Step], directory: Pa
                 patterns: dict[str, tuple[str, ...]] = icache.DEFAULT_PATTERNS) -> BootRecord:
     """Parse and classify a finished boot, and save its decoded records."""
     console_text = outcome.console.read_text(errors="replace")
-    found = reports.parse(console_text)
+    found = kernel_reports.parse(console_text)
     received = channel.parse(outcome.results.read_bytes() if outcome.results.exists() else b"")
     files_dir = directory / "files"
     files_dir.mkdir(exist_ok=True)

@@ -2,7 +2,7 @@
 
 The initramfs holds busybox (static), fio with the shared libraries it links
 and the job files of workloads/fio/, the workload programs compiled here with
-gcc -static, and the init scripts of harness/guest/.
+gcc -static, and the init scripts of harness/guest/rootfs/.
 It is rebuilt only when one of those inputs changes (content hash).
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 from harness import progress
 from harness.layout import Layout
 
-GUEST_DIR = Path(__file__).resolve().parent / "guest"
+ROOTFS_DIR = Path(__file__).resolve().parent / "rootfs"
 BUSYBOX = Path("/bin/busybox")
 FIO = Path("/usr/bin/fio")
 HOST_PACKAGES = {BUSYBOX: "busybox-static", FIO: "fio"}
@@ -96,9 +96,9 @@ def initramfs_entries(layout: Layout, workload_bins: list[Path]) -> dict[str, tu
     entries: dict[str, tuple[int, bytes]] = {}
     for d in ("dev", "proc", "sys", "tmp", "mnt", "mnt/work", "sys/kernel/debug"):
         entries[d] = (stat.S_IFDIR | 0o755, b"")
-    _add_file(entries, "init", GUEST_DIR / "init")
-    _add_file(entries, "lib/inode-duel.sh", GUEST_DIR / "inode-duel.sh", 0o644)
-    _add_file(entries, "bin/fiostep", GUEST_DIR / "fiostep")
+    _add_file(entries, "init", ROOTFS_DIR / "init")
+    _add_file(entries, "lib/inode-duel.sh", ROOTFS_DIR / "inode-duel.sh", 0o644)
+    _add_file(entries, "bin/fiostep", ROOTFS_DIR / "fiostep")
     for jobfile in sorted((layout.workloads / "fio").glob("*.fio")):
         _add_file(entries, f"workloads/fio/{jobfile.name}", jobfile, 0o644)
     _add_file(entries, "bin/busybox", BUSYBOX)

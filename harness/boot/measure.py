@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness import channel, fio, icache, lockstat, workload_output
-from harness.plan import Step
+from harness import icache
+from harness.boot import channel
+from harness.parsers import fio, lockstat, workload_output
+from harness.guest.plan import Step
 
 
 @dataclass(frozen=True)

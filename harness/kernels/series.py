@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import source
+from harness.kernels import source
 from harness.layout import Layout
 
 SERIES_NAMES = ("base", "chinner", "piggin")

@@ -17,8 +17,8 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from harness import stats
-from harness.tidy import Row
+from harness.analysis import stats
+from harness.run.tidy import Row
 
 EVIDENCE = {
     "exact": "icache lock acquisitions per operation (exact counts, debug kernels)",

@@ -21,7 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import procgroup, progress, series, source
+from harness import procgroup, progress
+from harness.kernels import series, source
 from harness.layout import Layout
 
 FLAVOURS = ("perf", "debug")
