@@ -89,6 +89,3 @@ class Comparison:
             return math.nan
         return (self.candidate.half_width + self.baseline.half_width) / abs(self.baseline.mean)
 
-
-def compare(candidate: list[float], baseline: list[float]) -> Comparison:
-    return Comparison(summarize(candidate), summarize(baseline))

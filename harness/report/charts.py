@@ -106,7 +106,7 @@ MAX_WIDTH = 2400  # pixels
 
 def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str],
                    panels: list[tuple[str, dict[tuple[str, str], float]]],
-                   all_kernels: list[str], labels: bool = False) -> Chart:
+                   all_kernels: list[str]) -> Chart:
     """Bars grouped by `groups` (x axis), one bar per kernel, one panel per metric.
 
     panels: (y label, {(group, kernel): value}); a missing value draws no bar.
@@ -132,11 +132,6 @@ def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str]
         present = [i for i, k in enumerate(kernels) if any((g, k) in values for g in groups)]
         plots = [f"{_quote(str(path))} using {i + 2}:xtic(1) lc rgb {_quote(colours[i])} "
                  f"title {_quote(kernels[i])}" for i in present]
-        if labels:
-            width = 1.0 / (len(present) + 1)
-            plots += [f"{_quote(str(path))} using ($0 - 0.5 + {width * (j + 1):.4f}):"
-                      f"(column({i + 2})):(sprintf('%g', column({i + 2}))) with labels "
-                      f"offset 0,0.6 notitle" for j, i in enumerate(present)]
         body += [f"set ylabel {_quote(ylabel)}", "plot " + ", \\\n  ".join(plots)]
     # Many groups: slant their names and keep the picture a picture.
     if len(groups) > 8:

@@ -45,18 +45,18 @@ class Table:
 
 
 @dataclass
-class Figure:
+class ChartBlock:
     chart: charts.Chart
     caption: str
 
 
 @dataclass
-class Figures:
-    """Several figures side by side (HTML) or one after another (Markdown)."""
-    items: list[Figure] = field(default_factory=list)
+class ChartRow:
+    """Several charts side by side (HTML) or one after another (Markdown)."""
+    items: list[ChartBlock] = field(default_factory=list)
 
 
-Block = Heading | Para | Table | Figure | Figures
+Block = Heading | Para | Table | ChartBlock | ChartRow
 
 
 def fmt(value: float, digits: int = 3) -> str:
@@ -151,7 +151,7 @@ def glance_table(verdicts: list[evidence.Verdict], kernels: list[str]) -> Table 
 
 
 def verdict_table(rows: list[tidy.Row], verdicts: list[evidence.Verdict],
-                  kernels: list[str], baseline: str) -> Table:
+                  kernels: list[str]) -> Table:
     header = ["workload", "evidence", *kernels, "winner", "why (hottest icache lock, debug)"]
     out = []
     for v in verdicts:
@@ -235,11 +235,11 @@ class ReportBuilder:
             self.blocks.append(exact_chart)
         if glance or exact_chart:
             self.blocks.append(Para("Case by case:"))
-        self.blocks.append(verdict_table(self.rows, verdicts, self.kernels, self.baseline))
+        self.blocks.append(verdict_table(self.rows, verdicts, self.kernels))
         for kind, text in evidence.EVIDENCE.items():
             self.blocks.append(Para(f"*{EVIDENCE_SHORT[kind]}*: {text}."))
 
-    def exact_chart(self, verdicts: list[evidence.Verdict]) -> Figure | None:
+    def exact_chart(self, verdicts: list[evidence.Verdict]) -> ChartBlock | None:
         """The exact lock counts of every case in one picture: the sharpest evidence."""
         exact = [v for v in verdicts if v.evidence == "exact"]
         if not exact:
@@ -250,7 +250,7 @@ class ReportBuilder:
                                       "(exact; lower is better)",
                                       [v.case.label for v in exact], self.kernels,
                                       [("acquisitions / op", values)], self.kernels)
-        return Figure(chart, f"All icache lock acquisitions per operation, every workload, "
+        return ChartBlock(chart, f"All icache lock acquisitions per operation, every workload, "
                              f"debug kernels at {exact[0].cpus} vCPU (exact counts)")
 
     def cases_section(self) -> None:
@@ -260,7 +260,7 @@ class ReportBuilder:
         timed_cpus = sorted({r.cpus for r in self.rows if r.flavour == "perf" and r.mode == mode})
         for case in evidence.cases(self.rows):
             self.blocks.append(Heading(3, case.label))
-            figures = Figures()
+            figures = ChartRow()
             series: dict[str, list[tuple[float, float, float]]] = {}
             unit = ""
             for cpus in timed_cpus:
@@ -271,7 +271,7 @@ class ReportBuilder:
                 chart = charts.lines_with_errors(
                     self.chart_stem(f"throughput-{case.slug}"), f"{case.label}: throughput",
                     "vCPUs", unit, series, self.kernels)
-                figures.items.append(Figure(chart, f"Throughput against vCPUs ({mode.upper()}, "
+                figures.items.append(ChartBlock(chart, f"Throughput against vCPUs ({mode.upper()}, "
                                                    "perf kernels), mean and 95% interval"))
             if debug_cpus:
                 cpus = debug_cpus[-1]
@@ -284,7 +284,7 @@ class ReportBuilder:
             if table:
                 self.blocks.append(table)
 
-    def lock_chart(self, case: evidence.Case, cpus: int) -> Figure | None:
+    def lock_chart(self, case: evidence.Case, cpus: int) -> ChartBlock | None:
         figures = evidence.lock_figures(self.rows, case, cpus)
         if not figures:
             return None
@@ -299,7 +299,7 @@ class ReportBuilder:
         chart = charts.clustered_bars(self.chart_stem(f"locks-{case.slug}-c{cpus}"),
                                       f"{case.label}: icache locks per operation, {cpus} vCPU",
                                       roles, kernels, panels, self.kernels)
-        return Figure(chart, f"Lock acquisitions, hold time and contentions per operation by "
+        return ChartBlock(chart, f"Lock acquisitions, hold time and contentions per operation by "
                              f"icache lock, debug kernels at {cpus} vCPU")
 
     def lock_table(self, case: evidence.Case, debug_cpus: list[int]) -> Table | None:
@@ -339,7 +339,7 @@ class ReportBuilder:
         chart = charts.clustered_bars(self.chart_stem("icount"), "Single-thread rate (-icount)",
                                       groups, self.kernels, [("operations / emulated s", values)],
                                       self.kernels)
-        self.blocks.append(Figure(chart, "Operations per emulated second at 1 vCPU"))
+        self.blocks.append(ChartBlock(chart, "Operations per emulated second at 1 vCPU"))
         self.blocks.append(Table(["workload", "kernel", "rate", "boots", "CoV"], table))
 
     def retries_section(self) -> None:
@@ -364,7 +364,7 @@ class ReportBuilder:
                                       "Retries per operation, all counters of a kernel",
                                       groups, self.kernels, [("retries / op", values)],
                                       self.kernels)
-        self.blocks.append(Figure(chart, "Trylock retries (piggin) and re-checks that found "
+        self.blocks.append(ChartBlock(chart, "Trylock retries (piggin) and re-checks that found "
                                          "the state changed (chinner), per operation, summed "
                                          "over each kernel's counters"))
         never = sorted(f"{k} {c}" for k, c in counters - {(row[2], row[3]) for row in table})
@@ -386,7 +386,7 @@ class ReportBuilder:
         kernels = [k for k in self.kernels if any(k == key[0] for key in counts)]
         chart = charts.heatmap(self.chart_stem("lockdep"), "Lockdep reports per kernel and "
                                "workload (debug kernels)", columns, kernels, values)
-        self.blocks.append(Figure(chart, "Lockdep reports; after the first, lockdep is off for "
+        self.blocks.append(ChartBlock(chart, "Lockdep reports; after the first, lockdep is off for "
                                          "the rest of that boot, so a count of 1 means at least one"))
         found = [(b["directory"], r) for b in self.manifest["boots"] for r in b["reports"]]
         if found:
@@ -405,7 +405,7 @@ class ReportBuilder:
             "Edges among icache lock classes that lockdep recorded (a lock taken while "
             "another was held), mapped to roles, against the series' `lock-order` file. "
             "Red: not allowed by the design; dashed: allowed but not seen in this run."))
-        figures, table = Figures(), []
+        figures, table = ChartRow(), []
         for kernel in self.kernels:
             info = self.conformance.get(kernel)
             if not info:
@@ -420,7 +420,7 @@ class ReportBuilder:
                 allowed = set(lockorder.parse(self.layout.repo / info["lock_order_file"]).allowed)
             chart = charts.lockorder_graph(self.chart_stem(f"lockorder-{kernel}"), kernel,
                                            observed, allowed, counts)
-            figures.items.append(Figure(chart, f"{kernel} ({info.get('lock_order_file', 'no lock-order file')})"))
+            figures.items.append(ChartBlock(chart, f"{kernel} ({info.get('lock_order_file', 'no lock-order file')})"))
             violations = info.get("violations", [])
             table.append([kernel, str(len(info["edges"])), str(len(violations)),
                           "; ".join(f"{h} -> {t}" for h, t, _, _ in violations[:5])
@@ -458,7 +458,7 @@ class ReportBuilder:
                     self.chart_stem(f"bisect-{name}-{kind}"),
                     f"{name}: {EVIDENCE_SHORT[kind]} by patch", "patches applied", pick,
                     series, list(series), xtics=ticks)
-                self.blocks.append(Figure(chart, f"{name}@K: {evidence.EVIDENCE[kind]}"))
+                self.blocks.append(ChartBlock(chart, f"{name}@K: {evidence.EVIDENCE[kind]}"))
 
     def noise_section(self) -> None:
         noise = evidence.noise(self.rows)
@@ -563,8 +563,8 @@ def render_markdown(blocks: list[Block], run_dir: Path) -> str:
             out.append("|" + "---|" * len(b.header))
             out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
                     for row in b.rows]
-        elif isinstance(b, (Figure, Figures)):
-            for f in (b.items if isinstance(b, Figures) else [b]):
+        elif isinstance(b, (ChartBlock, ChartRow)):
+            for f in (b.items if isinstance(b, ChartRow) else [b]):
                 rel = f.chart.png.relative_to(run_dir)
                 svg = f.chart.svg.relative_to(run_dir)
                 out.append(f"![{f.chart.title}]({rel})\n\n*{f.caption}* ([SVG]({svg}))")
@@ -588,7 +588,7 @@ def render_html(blocks: list[Block], run_dir: Path, title: str) -> str:
     out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
            f"</title><style>{CSS}</style></head><body>"]
 
-    def figure(f: Figure) -> str:
+    def figure(f: ChartBlock) -> str:
         data = base64.b64encode(f.chart.png.read_bytes()).decode()
         svg = f.chart.svg.relative_to(run_dir)
         return (f"<figure><img alt='{html.escape(f.chart.title)}' src='data:image/png;base64,"
@@ -608,9 +608,9 @@ def render_html(blocks: list[Block], run_dir: Path, title: str) -> str:
             out += ["<tr>" + "".join(f"<td>{_html_inline(c)}</td>" for c in row) + "</tr>"
                     for row in b.rows]
             out.append("</table>")
-        elif isinstance(b, Figure):
+        elif isinstance(b, ChartBlock):
             out.append(figure(b))
-        elif isinstance(b, Figures):
+        elif isinstance(b, ChartRow):
             out.append("<div class='figs'>" + "".join(figure(f) for f in b.items) + "</div>")
     out.append("</body></html>")
     return "\n".join(out)

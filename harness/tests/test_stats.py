@@ -28,18 +28,19 @@ def test_t_quantiles_fall_back_to_smaller_dof():
 
 
 def test_overlapping_intervals_are_not_significant():
-    c = stats.compare([100, 110, 90], [105, 95, 100])
+    c = stats.Comparison(stats.summarize([100, 110, 90]), stats.summarize([105, 95, 100]))
     assert c.change == pytest.approx(0.0)
     assert not c.significant
 
 
 def test_separated_intervals_are_significant():
-    c = stats.compare([200, 201, 199, 200], [100, 101, 99, 100])
+    c = stats.Comparison(stats.summarize([200, 201, 199, 200]),
+                         stats.summarize([100, 101, 99, 100]))
     assert c.change == pytest.approx(1.0)
     assert c.significant
     assert 0 < c.detectable < 0.1
 
 
 def test_one_boot_each_is_never_significant():
-    c = stats.compare([8.0], [11.0])
+    c = stats.Comparison(stats.summarize([8.0]), stats.summarize([11.0]))
     assert not c.significant and math.isinf(c.detectable)
