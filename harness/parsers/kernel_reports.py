@@ -1,4 +1,4 @@
-"""Find kernel reports (lockdep, RCU, atomic sleep, WARN, BUG/Oops, panic) in a console log.
+"""Find kernel reports (lockdep, RCU, stalls, lockups, WARN, BUG, panic) in a console log.
 
 Each report gets a kind and a title in syzbot's style, so one bug keeps one
 title across runs and kernels:
@@ -11,9 +11,29 @@ title across runs and kernels:
                      WARNING: SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected
     bad-unlock       WARNING: bad unlock balance detected!
     held-lock-freed  WARNING: held lock freed!  (BUG: in older kernels)
+    wait-context     [ BUG: Invalid wait context ]
+    nested-lock      WARNING: Nested lock was not taken
+    bad-contention   WARNING: bad contention detected!
+    lock-held        WARNING: comm/pid still has locks held!
+                     WARNING: lock held when returning to user space!
+    non-static-key   INFO: trying to register non-static key.
+    bad-subclass     BUG: looking up invalid subclass: N
+    unregistered-key BUG: key ADDR has not been registered!  (and its WARN)
+    spinlock         BUG: spinlock bad magic on CPU#N, comm/pid  (rwlock too)
+    lockdep-off      BUG: MAX_LOCKDEP_KEYS too low!  (ENTRIES, CHAINS,
+                     CHAIN_HLOCKS, STACK_TRACE_ENTRIES, LOCK_DEPTH), and
+                     Disabling lock debugging due to kernel taint
     rcu              WARNING: suspicious RCU usage
     sleep-in-atomic  BUG: sleeping function called from invalid context at F:L
                      BUG: scheduling while atomic: comm/pid/count
+    rcu-stall        rcu: INFO: rcu_sched self-detected stall on CPU,
+                     ... detected stalls on CPUs/tasks:, ... detected
+                     expedited stalls on CPUs/tasks: { ... }
+    soft-lockup      watchdog: BUG: soft lockup - CPU#N stuck for Ns! [comm:pid]
+    hard-lockup      NMI watchdog: Watchdog detected hard LOCKUP on cpu N
+    hung-task        INFO: task comm:pid blocked for more than N seconds.
+    wq-lockup        BUG: workqueue lockup - pool cpus=N ... stuck for Ns!
+    bad-page         BUG: Bad page state in process comm  pfn:N (map too)
     warn             WARNING: CPU: N PID: N at FILE:LINE FUNC+0x../0x..
     bug              kernel BUG at FILE:LINE!, BUG: unable to handle ...,
                      BUG: kernel NULL pointer dereference, general protection
@@ -22,20 +42,44 @@ title across runs and kernels:
 
 FUNC in a title is chosen as syzkaller's pkg/report/linux.go does: the
 function of the "at:" line of the lock being acquired (recursive, irq
-kinds), of the lock taken (inconsistent) or held (held lock freed); for a
-circular dependency the first of: that function, the held lock's, the
-frames of the dependency chain; for a bad unlock the "[<pc>] FUNC" line
-after "is trying to release lock"; for WARN and BUG the function of the
-WARNING line, then of RIP, then the Call Trace; for an atomic sleep the
-Call Trace. Frames whose name starts with one of _SKIP's prefixes (locking
-primitives, lockdep, printk, dump_stack, ...) are passed over, and "?"
-frames never count.
+kinds, wait context, nested lock), of the lock taken (inconsistent) or
+held (held lock freed, locks held); for a circular dependency the first of:
+that function, the held lock's, the frames of the dependency chain; for a
+bad unlock or contention the "[<pc>] FUNC" line after "is trying to
+release/contend lock"; for WARN and BUG the function of the WARNING line,
+then of RIP, then the Call Trace; for an atomic sleep, a bad key or
+subclass, a spinlock or page bug the Call Trace. Frames whose name starts
+with one of _SKIP's prefixes (locking primitives, lockdep, printk,
+dump_stack, ...) are passed over, and "?" frames never count.
+
+Stalls and lockups are named by the first meaningful frame of the stuck
+CPU: its RIP, then the frames of its task stack, skipping the interrupt,
+timer, clock and busy-wait frames the detector interrupted it in. That is
+syzkaller's frame for a CPU spinning in a trylock loop, but not for every
+stall: syzkaller walks down to the frame above a dispatcher (a syscall
+entry, a work item's callback) to group stalls of one root; here the
+spinning function is what a locking patch is judged by. A hung task is
+named by the first frame of its stack that is not sleeping or locking,
+with syzkaller's two buckets: synchronize_rcu (and its kin) and rtnl_lock.
+Table exhaustion and workqueue lockups carry no function, as in syzkaller.
 
 Where a report ends: WARN and BUG splats at "---[ end trace", a panic at
 "---[ end Kernel panic"; lockdep and RCU reports after the stack printed
-below "stack backtrace:"; atomic-sleep reports after their one stack. Any
-new headline ends the report before it, except an "Oops:" line inside the
-BUG report it belongs to. A panic after an Oops is a report of its own.
+below "stack backtrace:"; atomic sleeps, bad keys and subclasses, spinlock
+and page bugs, and table exhaustion after their one stack; stalls, lockups
+and hung tasks after the last line of their dumps (per-CPU stall lines, NMI
+backtraces, task stacks, held locks, busy workqueues); the taint line is a
+report of one line. Any new headline ends the report before it, except an
+"Oops:" line inside the BUG report it belongs to, and the next pool of one
+workqueue lockup. A panic after an Oops is a report of its own.
+
+Lockdep stops checking for the rest of the boot after any report that
+calls debug_locks_off(): every lockdep report but "suspicious RCU usage",
+table exhaustion, the taint line (a bad page, KASAN, a proprietary module
+...), a spinlock bug, a DEBUG_LOCKS_WARN_ON() warning, an Oops (oops_enter())
+and a panic. Report.lockdep_off marks them (and a hung task whose lock dump
+says "INFO: lockdep is turned off."); lockdep_off_line() gives the line of
+the first.
 
 Lines may carry console prefixes ("[    1.234567] ", "[ T123] "/"[ C0] " with
 CONFIG_PRINTK_CALLER, syslog "<4>", journald "... kernel: ") and \\r\\n
@@ -46,15 +90,20 @@ reports printed concurrently on two CPUs do not cut each other.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-KINDS = ("circular", "recursive", "inconsistent", "irq-inversion", "bad-unlock",
-         "held-lock-freed", "rcu", "sleep-in-atomic", "warn", "bug", "panic")
-
-# Lockdep and RCU reports: print_kernel_ident(), locks, then
-# "stack backtrace:" and dump_stack().
-_LOCKDEP_KINDS = frozenset({"circular", "recursive", "inconsistent", "irq-inversion",
-                            "bad-unlock", "held-lock-freed", "rcu"})
+# Reports of lockdep and the lock debugging code: each one means a locking bug.
+LOCKING_KINDS = frozenset({
+    "circular", "recursive", "inconsistent", "irq-inversion", "bad-unlock", "held-lock-freed",
+    "wait-context", "nested-lock", "bad-contention", "lock-held", "non-static-key",
+    "bad-subclass", "unregistered-key", "spinlock"})
+# A CPU or a task that stopped making progress.
+HANG_KINDS = frozenset({"rcu-stall", "soft-lockup", "hard-lockup", "hung-task", "wq-lockup"})
+# Lockdep switched itself off without finding a locking bug.
+LOCKDEP_OFF = "lockdep-off"
+KINDS = tuple(sorted(LOCKING_KINDS | HANG_KINDS | {
+    LOCKDEP_OFF, "rcu", "sleep-in-atomic", "bad-page", "warn", "bug", "panic"}))
 
 # A report without an end marker or a final stack (a truncated log) stops here.
 MAX_REPORT_LINES = 1000
@@ -66,9 +115,20 @@ class Report:
     title: str
     line: int  # 1-based line of the report's first line in the input
     text: str  # the report, console prefixes removed
+    lockdep_off: bool = False  # lockdep checks nothing after this report
 
     def as_json(self) -> dict:
         return {"kind": self.kind, "title": self.title}
+
+
+def lockdep_off_line(reports: Iterable[Report]) -> int | None:
+    """First console line (1-based) of the first report after which lockdep
+    checked nothing more, or None if it was on to the end.
+
+    Lockdep reports, lock_stat and RCU-lockdep reports of everything printed
+    after that report are missing, not clean.
+    """
+    return min((r.line for r in reports if r.lockdep_off), default=None)
 
 
 # ---------------------------------------------------------------- prefixes
@@ -124,9 +184,26 @@ _HEADLINES: tuple[tuple[re.Pattern, str], ...] = tuple(
          "irq-inversion"),
         (_LOCKDEP_HEAD + r"bad unlock balance detected!", "bad-unlock"),
         (_LOCKDEP_HEAD + r"held lock freed!", "held-lock-freed"),
+        (_LOCKDEP_HEAD + r"Invalid wait context", "wait-context"),
+        (_LOCKDEP_HEAD + r"Nested lock was not taken", "nested-lock"),
+        (_LOCKDEP_HEAD + r"bad contention detected!", "bad-contention"),
+        (_LOCKDEP_HEAD + r".+ still has locks held!", "lock-held"),
+        (_LOCKDEP_HEAD + r"lock held when returning to user space!", "lock-held"),
+        (r"^INFO: trying to register non-static key", "non-static-key"),
+        (r"^BUG: looking up invalid subclass: ", "bad-subclass"),
+        (r"^BUG: key [0-9a-fx]+ has not been registered!", "unregistered-key"),
+        (r"^BUG: (?:spinlock|rwlock) .+ on CPU#\d+", "spinlock"),
+        (r"^BUG: MAX_[A-Z_]+ too low!", LOCKDEP_OFF),
+        (r"^Disabling lock debugging due to kernel taint", LOCKDEP_OFF),
         (_LOCKDEP_HEAD + r"suspicious RCU usage", "rcu"),
         (r"^BUG: sleeping function called from invalid context", "sleep-in-atomic"),
         (r"^BUG: scheduling while atomic", "sleep-in-atomic"),
+        (r"^(?:rcu: )?INFO: rcu_\w+ (?:self-)?detected (?:expedited )?stall", "rcu-stall"),
+        (r"^(?:(?:NMI )?watchdog: )?BUG: soft lockup - CPU#\d+ stuck for ", "soft-lockup"),
+        (r"^(?:NMI watchdog: )?Watchdog detected hard LOCKUP on cpu \d+", "hard-lockup"),
+        (r"^INFO: task .+:\d+ blocked (?:in I/O wait )?for more than \d+ seconds", "hung-task"),
+        (r"^BUG: workqueue lockup - pool", "wq-lockup"),
+        (r"^BUG: Bad page (?:state|map) in process ", "bad-page"),
         (r"^WARNING: (?:CPU: \d+ PID: \d+ )?at ", "warn"),
         (r"^[Kk]ernel BUG at ", "bug"),
         (r"^BUG: (?:unable to handle|[Kk]ernel NULL pointer dereference)", "bug"),
@@ -136,6 +213,40 @@ _HEADLINES: tuple[tuple[re.Pattern, str], ...] = tuple(
         (r"^Oops: ", "bug"),
         (r"^Kernel panic - not syncing: ", "panic"),
     ))
+
+# Lockdep and RCU reports: print_kernel_ident(), locks, then
+# "stack backtrace:" and dump_stack().
+_LOCKDEP_KINDS = frozenset({"circular", "recursive", "inconsistent", "irq-inversion",
+                            "bad-unlock", "held-lock-freed", "wait-context", "nested-lock",
+                            "bad-contention", "rcu"})
+# Reports whose first stack is their last line.
+_ONE_STACK_KINDS = frozenset({"sleep-in-atomic", "non-static-key", "bad-subclass", "spinlock",
+                              "bad-page", LOCKDEP_OFF})
+# lockdep_print_held_locks() without a stack: lockdep_sys_exit().
+_HELD_LOCKS_ONLY = re.compile(r"lock held when returning to user space")
+_HELD_LOCKS_BODY = re.compile(
+    r"^(?:-+\s*$|\S.* is leaving the kernel with locks still held!|\d+ locks? held by |"
+    r"no locks held by | #\d+: )")
+# Lines of the dumps that follow a stall, lockup or hung task: per-CPU RCU
+# lines, NMI backtraces and task dumps, held locks, busy workqueues.
+_HANG_BODY = re.compile("|".join((
+    r"\s", r"rcu: ", r"INFO: Stall ended before state dump start", r"INFO: lockdep is turned off",
+    r"All QSes seen", r"Sending NMI from CPU", r"NMI backtrace for cpu", r"Task dump for CPU",
+    r"CPU: \d+ PID: ", r"Hardware name: ", r"task:\S", r"Modules linked in:",
+    r"irq event stamp:", r"(?:hard|soft)irqs last", r"Showing all locks held in the system",
+    r"Showing busy workqueues", r"workqueue \S+: flags=", r"pool \d+:", r"\d+ locks? held by ",
+    r"no locks held by ", r"=+\s*$", r"Workqueue: ", r"blocking rcu_node",
+    r"Offline CPU \d+ blocking", r'"echo 0 > /proc/sys/kernel/hung_task_timeout_secs"',
+    r"Future hung task reports are suppressed", r"Preemption disabled at:",
+)))
+# Messages of a WARN that calls debug_locks_off(): DEBUG_LOCKS_WARN_ON(),
+# DEBUG_RWSEMS_WARN_ON(), lockdep's own graph and chain-key checks.
+_LOCKDEP_WARN = re.compile(
+    r"^(?:DEBUG_LOCKS_WARN_ON\(|DEBUG_RWSEMS_WARN_ON\(|lockdep bfs error:|hm#[12], depth:)")
+# Kinds after which lockdep checks nothing: each of them calls
+# debug_locks_off() first (an Oops through oops_enter(), a panic through
+# panic()), except "bug" for KASAN, which taints after its report.
+_LOCKDEP_OFF_KINDS = LOCKING_KINDS | {LOCKDEP_OFF, "panic"}
 
 # Second headline of one BUG splat: __die_header() after the BUG: line.
 _DIE_HEADER = re.compile(r"^(?:Oops|invalid opcode|Bad pagetable): [0-9a-f]{4} \[#\d+\]")
@@ -180,17 +291,25 @@ def _tree_path(path: str) -> str:
     match = _TREE_TOP.search(path)
     return match.group(1) if match else path
 
+
+def _prefixes(*patterns: str) -> re.Pattern:
+    """Names starting with one of patterns, leading underscores ignored."""
+    return re.compile(r"^_*(?:" + "|".join(patterns) + ")")
+
+
 # Frames that say where the report was printed, not where the bug is: the
 # locking primitives, lockdep itself, the WARN/BUG machinery, printk, sanitizers
 # and string helpers, after syzkaller's list (pkg/report/linux.go). Matched as
 # prefixes of the name without its leading underscores, not as substrings, so
 # that generic_shutdown_super or inode_sb_list_add stay visible.
-_SKIP = re.compile("|".join((
+_SKIP = _prefixes(
     r"(do_)?raw_(spin|read|write)_(lock|trylock|unlock)", r"(spin|read|write)_(lock|trylock|unlock)",
     r"lock_(acquire|release|acquired|contended|is_held|class)", r"lockdep",
     r"reacquire_held_locks", r"mark_(lock|usage|held_locks)", r"validate_chain",
     r"check_(noncircular|prev_add|prevs_add|irq_usage|deadlock|flags|wait_context|usage)",
     r"print_(circular|usage|bad_irq|irq_inversion|deadlock|lock|unlock|held|freed|shortest)",
+    r"(register|look_up)_lock_class", r"assign_lock_key", r"save_trace",
+    r"(add|lookup)_chain_cache",
     r"(mutex|rt_mutex)_(lock|trylock|unlock|remove_waiter)", r"mutex_lock",
     r"(down|up)(_read|_write)?(_nested|_killable|_interruptible|_trylock)?$",
     r"rwsem_", r"osq_(lock|unlock)", r"wake_up", r"refcount_",
@@ -201,11 +320,37 @@ _SKIP = re.compile("|".join((
     r"mem(cpy|cmp|set|chr|move)$", r"str(cmp|ncmp|cpy|lcpy|ncpy|scpy|len|nstr|nlen|chr)$",
     r"(copy_to|copy_from|put|get)_user", r"v?s?n?printf$", r"kv?asprintf",
     r"x86_indirect_thunk",
-)))
+)
 # syzkaller's extra skips for circular dependencies: these workqueue
 # functions take the locks of work items they run or flush.
 _SKIP_CIRCULAR = re.compile("process_one_work|flush_workqueue|drain_workqueue|destroy_workqueue")
 _SKIP_SCHEDULE = re.compile("schedule|msleep|ssleep|usleep")
+_SKIP_SPINLOCK = _prefixes(r"spin_(bug|dump)", r"rwlock_bug")
+# The page allocator's free and check paths, after syzkaller's list for "Bad page".
+_SKIP_BAD_PAGE = _prefixes(
+    r"bad_page", r"(free|put|get|update|release)_page", r"free_pages", r"free_unref",
+    r"free_pcp", r"free_tail_pages", r"folio", r"page_frag_free", r"check_new_page",
+    r"dump_page", r"free_the_page", r"alloc_pages")
+# Where a stalled or locked-up CPU is interrupted, not where it is stuck: the
+# tick and the detectors, interrupt and NMI entry, clocks and busy waits.
+_SKIP_STALL = _prefixes(
+    r"rcu_", r"(asm_)?sysvec_", r"(asm_)?common_interrupt", r"irq_exit", r"irqentry_",
+    r"hrtimer_", r"tick_", r"update_process_times", r"watchdog_", r"nmi_", r"default_do_nmi",
+    r"show_regs", r"show_trace", r"sched_show_task", r"dump_cpu_task", r"print_(cpu|other_cpu)_stall",
+    r"check_cpu_stall", r"ktime_get", r"read_(tsc|hpet)", r"acpi_pm_read", r"(native_)?sched_clock",
+    r"clocksource_", r"timekeeping_", r"(const_)?udelay", r"delay_(tsc|loop|halt)", r"cpu_relax",
+    r"rep_nop", r"(native_)?safe_halt")
+# Where a hung task sleeps, not why: the scheduler, waits and sleeping locks.
+_SKIP_HUNG = _prefixes(
+    r"(io_|preempt_)?schedule", r"context_switch", r"switch_to", r"wait_for_(common|completion)",
+    r"do_wait_for_common", r"wait_on_(bit|page|buffer|folio)", r"out_of_line_wait_on_bit",
+    r"bit_wait", r"(prepare_to|finish)_wait", r"kthread$", r"[mus]sleep", r"do_nanosleep",
+    r"hrtimer_nanosleep", r"(percpu_)?rwsem_down", r"percpu_down", r"rt_mutex",
+    r"(down|up)_(read|write)_slowpath", r"rtnl_lock_killable")
+# syzkaller's buckets for hung tasks: every wait for a grace period is one.
+_HUNG_ANCHORS = (("synchronize_rcu", "synchronize_rcu"), ("synchronize_srcu", "synchronize_rcu"),
+                 ("synchronize_net", "synchronize_rcu"), ("synchronize_sched", "synchronize_rcu"),
+                 ("rtnl_lock", "rtnl_lock"))
 
 
 def _meaningful(func: str | None, extra: re.Pattern | None = None) -> bool:
@@ -257,6 +402,65 @@ def _stack_funcs(msgs: list[str]) -> list[str]:
     return funcs
 
 
+# Stack dumps of a stall report that are not of a stalled CPU.
+_GP_KTHREAD_DUMP = re.compile(r"(?:RCU grace-period kthread stack dump|"
+                              r"Stack dump where RCU GP kthread last ran):")
+_CPU_DUMP = re.compile(r"^(?:NMI backtrace for cpu|Task dump for CPU|Sending NMI from CPU)")
+
+
+def _stuck_frames(msgs: list[str]) -> list[str]:
+    """Functions of the first stuck CPU's dump, most telling first: the RIP
+    lines (the interrupted code), the frames of its task stack, then those
+    of its interrupt stacks. NMI stacks (the backtrace machinery) and dumps
+    of RCU's grace-period kthread are left out."""
+    rips: list[str] = []
+    task: list[str] = []
+    irq: list[str] = []
+    gp_dump = False
+    section = "task"
+    in_trace = False
+    for msg in msgs[1:]:
+        stripped = msg.strip()
+        if _GP_KTHREAD_DUMP.search(msg):
+            gp_dump = True
+        elif _CPU_DUMP.match(msg):
+            gp_dump = False
+        if gp_dump:
+            continue
+        marker = _STACK_MARKER.match(msg)
+        if marker:
+            name = stripped.strip("<>/")
+            if stripped.startswith("</") or name == "EOI":
+                section = "task"
+                if name == "TASK" and (rips or task or irq):
+                    break  # the end of the first dump
+            else:
+                section = {"IRQ": "irq", "SOFTIRQ": "irq", "NMI": "nmi"}.get(name, "task")
+            continue
+        if _call_trace(msg):
+            in_trace = True
+            continue
+        rip = _RIP.match(msg)
+        if rip and section != "nmi":
+            rips.append(rip.group("func"))
+            continue
+        frame = _FRAME.match(msg)
+        if in_trace and _reliable(frame) and section != "nmi":
+            (irq if section == "irq" else task).append(frame.group("func"))
+        elif in_trace and not _in_trace(msg) and (rips or task or irq):
+            break  # a dump without "<TASK>" markers ended
+    return rips + task + irq
+
+
+def _hung_func(msgs: list[str]) -> str | None:
+    funcs = _stack_funcs(msgs)
+    for func in funcs:
+        for anchor, bucket in _HUNG_ANCHORS:
+            if anchor in func:
+                return bucket
+    return _first(funcs, _SKIP_HUNG)
+
+
 # ------------------------------------------------------------------ titles
 
 def _first_after(msgs: list[str], anchor: str, pattern: re.Pattern) -> str | None:
@@ -301,9 +505,12 @@ def _circular_func(msgs: list[str]) -> str | None:
     return _first(ats + chain, _SKIP_CIRCULAR)
 
 
+def _rip(msgs: list[str]) -> str | None:
+    return next((m.group("func") for m in map(_RIP.match, msgs) if m), None)
+
+
 def _bug_title(head: str, msgs: list[str]) -> str:
-    rip = next((m.group("func") for m in map(_RIP.match, msgs) if m), None)
-    func = _first([rip] + _stack_funcs(msgs))
+    func = _first([_rip(msgs)] + _stack_funcs(msgs))
     kasan = re.match(r"^BUG: KASAN: (\S+) in ", head)
     if kasan:
         access = next((m.group(1) for m in
@@ -324,8 +531,7 @@ def _bug_title(head: str, msgs: list[str]) -> str:
     return _in("Oops", func)
 
 
-def _title(kind: str, msgs: list[str]) -> str:
-    head = msgs[0]
+def _lockdep_title(kind: str, head: str, msgs: list[str]) -> str:
     if kind == "circular":
         return _in("possible deadlock", _circular_func(msgs))
     if kind == "recursive":
@@ -342,6 +548,53 @@ def _title(kind: str, msgs: list[str]) -> str:
                    _first_after(msgs, "is trying to release lock", _PC_FUNC))
     if kind == "held-lock-freed":
         return _in("held lock freed", _first_after(msgs, "held lock freed", _AT))
+    if kind == "wait-context":
+        return _in("BUG: Invalid wait context", _first_after(msgs, "is trying to lock", _AT))
+    if kind == "nested-lock":
+        return _in("Nested lock was not taken", _first_after(msgs, "is trying to lock", _AT))
+    if kind == "bad-contention":
+        return _in("bad contention",
+                   _first_after(msgs, "is trying to contend lock", _PC_FUNC))
+    if kind == "lock-held":
+        if _HELD_LOCKS_ONLY.search(head):
+            return _in("BUG: lock held when returning to user space",
+                       _first_after(msgs, "leaving the kernel with locks still held", _AT))
+        return _in("BUG: still has locks held", _first_after(msgs, "still has locks held", _AT))
+    if kind == "non-static-key":
+        return _in("INFO: trying to register non-static key", _first(_stack_funcs(msgs)))
+    if kind == "bad-subclass":
+        return _in("BUG: looking up invalid subclass", _first(_stack_funcs(msgs)))
+    if kind == "unregistered-key":
+        return _in("BUG: key has not been registered", _first([_rip(msgs)] + _stack_funcs(msgs)))
+    if kind == "spinlock":
+        what = re.match(r"^BUG: (spinlock|rwlock) (.+?) on CPU#", head)
+        return _in(f"BUG: {what.group(1)} {what.group(2)}",
+                   _first(_stack_funcs(msgs), _SKIP_SPINLOCK))
+    raise ValueError(kind)
+
+
+def _hang_title(kind: str, head: str, msgs: list[str]) -> str:
+    if kind == "rcu-stall":
+        return _in("INFO: rcu detected stall", _first(_stuck_frames(msgs), _SKIP_STALL))
+    if kind == "soft-lockup":
+        return _in("BUG: soft lockup", _first(_stuck_frames(msgs), _SKIP_STALL))
+    if kind == "hard-lockup":
+        return _in("BUG: hard lockup", _first(_stuck_frames(msgs), _SKIP_STALL))
+    if kind == "hung-task":
+        return _in("INFO: task hung", _hung_func(msgs))
+    if kind == "wq-lockup":
+        return "BUG: workqueue lockup"
+    raise ValueError(kind)
+
+
+def _title(kind: str, msgs: list[str]) -> str:
+    head = msgs[0]
+    if kind in LOCKING_KINDS:
+        return _lockdep_title(kind, head, msgs)
+    if kind in HANG_KINDS:
+        return _hang_title(kind, head, msgs)
+    if kind == LOCKDEP_OFF:
+        return head.strip()
     if kind == "rcu":
         src = next((m.group("src") for m in map(_SRC.match, msgs[1:]) if m), None)
         return f"suspicious RCU usage at {_tree_path(src)}" if src else "suspicious RCU usage"
@@ -351,10 +604,12 @@ def _title(kind: str, msgs: list[str]) -> str:
                        _first(_stack_funcs(msgs), _SKIP_SCHEDULE))
         return _in("BUG: sleeping function called from invalid context",
                    _first(_stack_funcs(msgs)))
+    if kind == "bad-page":
+        what = "map" if head.startswith("BUG: Bad page map") else "state"
+        return _in(f"BUG: Bad page {what}", _first(_stack_funcs(msgs), _SKIP_BAD_PAGE))
     if kind == "warn":
         at = _WARN_AT.search(head)
-        rip = next((m.group("func") for m in map(_RIP.match, msgs) if m), None)
-        return _in("WARNING", _first([at.group("func") if at else None, rip]
+        return _in("WARNING", _first([at.group("func") if at else None, _rip(msgs)]
                                      + _stack_funcs(msgs)))
     if kind == "bug":
         return _bug_title(head, msgs)
@@ -363,15 +618,75 @@ def _title(kind: str, msgs: list[str]) -> str:
     raise ValueError(kind)
 
 
+def _switches_lockdep_off(kind: str, msgs: list[str]) -> bool:
+    if kind in _LOCKDEP_OFF_KINDS:
+        return True
+    if kind == "bug":
+        return not msgs[0].startswith("BUG: KASAN:")
+    if kind == "warn":
+        return any(_LOCKDEP_WARN.match(msg) for msg in msgs)
+    if kind == "hung-task":
+        # debug_show_all_locks() says so when an earlier report switched it off
+        return any(msg.startswith("INFO: lockdep is turned off") for msg in msgs)
+    return False
+
+
 # ------------------------------------------------------------------ bounds
+
+def _trim(lines: list[_Line], start: int, end: int) -> int:
+    while end > start and not lines[end].msg.strip():
+        end -= 1
+    return end
+
+
+def _hang_end(lines: list[_Line], start: int, limit: int, kind: str) -> int:
+    """Last line of a stall, lockup or hung task: its dumps, whatever their order."""
+    last = start
+    j = start + 1
+    while j < limit:
+        msg = lines[j].msg
+        head = _headline(msg)
+        if head is not None and not (kind == "wq-lockup" and head == "wq-lockup"):
+            break  # one watchdog pass reports each stuck pool, then dumps them all
+        if _call_trace(msg):
+            last = _trace_end(lines, j, limit)
+            j = last + 1
+            continue
+        if not msg.strip():
+            j += 1  # a blank line belongs only if more of the report follows
+            continue
+        if not (head or _HANG_BODY.match(msg) or _in_trace(msg)):
+            break
+        last = j
+        j += 1
+    return last
+
+
+def _held_locks_end(lines: list[_Line], start: int, limit: int) -> int:
+    last = start
+    for j in range(start + 1, limit):
+        msg = lines[j].msg
+        if _HELD_LOCKS_BODY.match(msg):
+            last = j
+        elif msg.strip():
+            break
+    return last
+
 
 def _end(lines: list[_Line], start: int, kind: str) -> int:
     """Index of the last line of the report whose headline is lines[start]."""
     limit = min(len(lines), start + MAX_REPORT_LINES)
     bug_headline = lines[start].msg
+    if kind in HANG_KINDS:
+        return _hang_end(lines, start, limit, kind)
+    if kind == "lock-held" and _HELD_LOCKS_ONLY.search(bug_headline):
+        return _held_locks_end(lines, start, limit)
+    if bug_headline.startswith("Disabling lock debugging"):
+        return start
     kasan = bug_headline.startswith("BUG: KASAN:")
     last_trace_end = None
     backtrace_seen = False
+    key_warn = False  # the WARN that follows an unregistered key belongs to it
     j = start + 1
     while j < limit:
         msg = lines[j].msg
@@ -379,11 +694,15 @@ def _end(lines: list[_Line], start: int, kind: str) -> int:
         if head is not None:
             continuation = (kind == "bug" and _DIE_HEADER.match(msg)
                             and not _DIE_HEADER.match(bug_headline))
+            if kind == "unregistered-key" and head == "warn" and not key_warn:
+                continuation = key_warn = True
             if not continuation:
                 break
             bug_headline = msg  # one die header per splat
         stripped = msg.strip()
-        if kind == "warn" and stripped.startswith("---[ end trace"):
+        if kind == "unregistered-key" and not key_warn and j > start + 3:
+            return start  # no WARN followed: the report is its one line
+        if kind in ("warn", "unregistered-key") and stripped.startswith("---[ end trace"):
             return j
         if kind == "bug" and stripped.startswith("---[ end trace"):
             # x86 oops_end() repeats the registers after the marker, "in
@@ -399,8 +718,8 @@ def _end(lines: list[_Line], start: int, kind: str) -> int:
             backtrace_seen = True
         if _call_trace(msg):
             last_trace_end = _trace_end(lines, j, limit)
-            final = (kind == "sleep-in-atomic"
-                     or (kind in _LOCKDEP_KINDS and backtrace_seen))
+            final = (kind in _ONE_STACK_KINDS
+                     or (kind in _LOCKDEP_KINDS | {"lock-held"} and backtrace_seen))
             if final:
                 return last_trace_end
             j = last_trace_end + 1
@@ -408,11 +727,10 @@ def _end(lines: list[_Line], start: int, kind: str) -> int:
         j += 1
     if last_trace_end is not None:
         return last_trace_end
+    if kind == "unregistered-key":
+        return start
     # No stack and no marker: stop before the next headline, blank lines trimmed.
-    end = j - 1
-    while end > start and not lines[end].msg.strip():
-        end -= 1
-    return end
+    return _trim(lines, start, j - 1)
 
 
 def _begin(lines: list[_Line], start: int, kind: str, floor: int) -> int:
@@ -420,7 +738,8 @@ def _begin(lines: list[_Line], start: int, kind: str, floor: int) -> int:
     above = start - 1
     if above < floor:
         return start
-    if kind in _LOCKDEP_KINDS or lines[start].msg.startswith("BUG: KASAN:"):
+    if (kind in _LOCKDEP_KINDS or kind == "lock-held"
+            or lines[start].msg.startswith("BUG: KASAN:")):
         return above if _EQUALS.match(lines[above].msg) else start
     if kind == "bug":
         return above if _CUT_HERE.match(lines[above].msg) else start
@@ -447,11 +766,13 @@ def _parse_stream(lines: list[_Line]) -> list[Report]:
         end = _end(lines, i, kind)
         begin = _begin(lines, i, kind, floor)
         body = lines[begin:end + 1]
+        msgs = [line.msg for line in lines[i:end + 1]]
         reports.append(Report(
             kind=kind,
-            title=_title(kind, [line.msg for line in lines[i:end + 1]]),
+            title=_title(kind, msgs),
             line=body[0].number,
             text="\n".join(line.msg for line in body),
+            lockdep_off=_switches_lockdep_off(kind, [line.msg for line in body]),
         ))
         floor = end + 1
         i = end + 1
