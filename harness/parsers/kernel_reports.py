@@ -225,7 +225,8 @@ _ONE_STACK_KINDS = frozenset({"sleep-in-atomic", "non-static-key", "bad-subclass
 # lockdep_print_held_locks() without a stack: lockdep_sys_exit().
 _HELD_LOCKS_ONLY = re.compile(r"lock held when returning to user space")
 _HELD_LOCKS_BODY = re.compile(
-    r"^(?:-+\s*$|\S.* is leaving the kernel with locks still held!|\d+ locks? held by |"
+    r"^(?:-+\s*$|\S+ #\d+ (?:Not tainted|Tainted: )|"
+    r"\S.* is leaving the kernel with locks still held!|\d+ locks? held by |"
     r"no locks held by | #\d+: )")
 # Lines of the dumps that follow a stall, lockup or hung task: per-CPU RCU
 # lines, NMI backtraces and task dumps, held locks, busy workqueues.
@@ -332,14 +333,15 @@ _SKIP_BAD_PAGE = _prefixes(
     r"free_pcp", r"free_tail_pages", r"folio", r"page_frag_free", r"check_new_page",
     r"dump_page", r"free_the_page", r"alloc_pages")
 # Where a stalled or locked-up CPU is interrupted, not where it is stuck: the
-# tick and the detectors, interrupt and NMI entry, clocks and busy waits.
+# tick and the detectors, interrupt and NMI entry, clocks (read_hpet() saves
+# and restores irqs, traced) and busy waits.
 _SKIP_STALL = _prefixes(
     r"rcu_", r"(asm_)?sysvec_", r"(asm_)?common_interrupt", r"irq_exit", r"irqentry_",
     r"hrtimer_", r"tick_", r"update_process_times", r"watchdog_", r"nmi_", r"default_do_nmi",
     r"show_regs", r"show_trace", r"sched_show_task", r"dump_cpu_task", r"print_(cpu|other_cpu)_stall",
     r"check_cpu_stall", r"ktime_get", r"read_(tsc|hpet)", r"acpi_pm_read", r"(native_)?sched_clock",
     r"clocksource_", r"timekeeping_", r"(const_)?udelay", r"delay_(tsc|loop|halt)", r"cpu_relax",
-    r"rep_nop", r"(native_)?safe_halt")
+    r"rep_nop", r"(native_)?safe_halt", r"trace_hardirqs_", r"(arch_)?local_irq_")
 # Where a hung task sleeps, not why: the scheduler, waits and sleeping locks.
 _SKIP_HUNG = _prefixes(
     r"(io_|preempt_)?schedule", r"context_switch", r"switch_to", r"wait_for_(common|completion)",
@@ -405,7 +407,8 @@ def _stack_funcs(msgs: list[str]) -> list[str]:
 # Stack dumps of a stall report that are not of a stalled CPU.
 _GP_KTHREAD_DUMP = re.compile(r"(?:RCU grace-period kthread stack dump|"
                               r"Stack dump where RCU GP kthread last ran):")
-_CPU_DUMP = re.compile(r"^(?:NMI backtrace for cpu|Task dump for CPU|Sending NMI from CPU)")
+_CPU_DUMP = re.compile(r"^(?:NMI backtrace for cpu|Task dump for CPU|Sending NMI from CPU|"
+                       r"CPU: \d+ PID: )")
 
 
 def _stuck_frames(msgs: list[str]) -> list[str]:
