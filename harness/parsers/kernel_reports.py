@@ -49,8 +49,8 @@ bad unlock or contention the "[<pc>] FUNC" line after "is trying to
 release/contend lock"; for WARN and BUG the function of the WARNING line,
 then of RIP, then the Call Trace; for an atomic sleep, a bad key or
 subclass, a spinlock or page bug the Call Trace. Frames whose name starts
-with one of _SKIP's prefixes (locking primitives, lockdep, printk,
-dump_stack, ...) are passed over, and "?" frames never count.
+with one of report_frames.SKIP's prefixes (locking primitives, lockdep,
+printk, dump_stack, ...) are passed over, and "?" frames never count.
 
 Stalls and lockups are named by the first meaningful frame of the stuck
 CPU: its RIP, then the frames of its task stack, skipping the interrupt,
@@ -92,6 +92,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from harness.parsers import report_frames as frames
 
 # Reports of lockdep and the lock debugging code: each one means a locking bug.
 LOCKING_KINDS = frozenset({
@@ -244,9 +246,9 @@ _HANG_BODY = re.compile("|".join((
 # DEBUG_RWSEMS_WARN_ON(), lockdep's own graph and chain-key checks.
 _LOCKDEP_WARN = re.compile(
     r"^(?:DEBUG_LOCKS_WARN_ON\(|DEBUG_RWSEMS_WARN_ON\(|lockdep bfs error:|hm#[12], depth:)")
-# Kinds after which lockdep checks nothing: each of them calls
-# debug_locks_off() first (an Oops through oops_enter(), a panic through
-# panic()), except "bug" for KASAN, which taints after its report.
+# Kinds after which lockdep checks nothing: each calls debug_locks_off()
+# (panic() too). So does an Oops of kind "bug", through oops_enter(), but
+# not a KASAN report: the taint line that follows it does.
 _LOCKDEP_OFF_KINDS = LOCKING_KINDS | {LOCKDEP_OFF, "panic"}
 
 # Second headline of one BUG splat: __die_header() after the BUG: line.
@@ -262,263 +264,19 @@ def _headline(msg: str) -> str | None:
     return None
 
 
-# ------------------------------------------------------------------ stacks
-
-# " foo+0x1/0x2", " ? foo+0x1/0x2", " [<ffffffff81000000>] foo+0x1/0x2",
-# " [<ffffffff81000000>] ? foo+0x1/0x2" (old kernels put "?" after the PC),
-# "  foo.isra.0+0x1/0x2 [module]", " foo+0x1/0x2 mm/x.c:12 [inline]",
-# and symbolized inline frames " foo mm/x.c:12 [inline]".
-_FRAME = re.compile(
-    r"^\s+(?P<q>\?\s+)?(?:\[<?[0-9a-fA-Fx]+>?\]\s+){0,2}(?P<q2>\?\s+)?"
-    r"(?P<func>[A-Za-z0-9_]+)(?:(?:\.[A-Za-z0-9_.]+)?\+0x[0-9a-f]+/0x[0-9a-f]+"
-    r"|\s+\S+:\d+\s+\[inline\])")
-_STACK_MARKER = re.compile(r"^\s*</?(?:TASK|IRQ|NMI|SOFTIRQ|EOI|#[A-Z]+)>\s*$")
-_REGISTERS = re.compile(
-    r"^(?:RIP|EIP|RSP|ESP|RAX|RBX|RCX|RDX|RSI|RDI|RBP|EAX|EBX|ECX|EDX|ESI|EDI|EBP|"
-    r"R\d+|FS|GS|CS|DS|ES|CR0|CR2|CR3|CR4|DR0|DR3|DR6|PKRU|Code):")
-_FUNC = r"(?P<func>[A-Za-z0-9_]+)(?:\.|\+|\(\))"
-_AT = re.compile(r"at: (?:\[<[0-9a-fA-F]+>\] +)?" + _FUNC)
-_PC_FUNC = re.compile(r"\[<[0-9a-fA-F]+>\] +" + _FUNC)
-_RIP = re.compile(r"^N?[RE]?IP: (?:[0-9a-f]+:)?(?:\[<[0-9a-fA-F]+>\] +)?" + _FUNC)
-_WARN_AT = re.compile(r" at (?:\S+:\d+ )?" + _FUNC)
-_SRC = re.compile(r"^(?P<src>[A-Za-z0-9_\-/.]+\.[a-z]+:\d+) ")
-# A kernel built with O= prints __FILE__ relative to the object folder
-# ("../../src/lib/x.c"): cut the path back to the tree's top-level folder.
-_TREE_TOP = re.compile(r"(?:^|/)((?:arch|block|certs|crypto|drivers|fs|include|init|io_uring|ipc|"
-                       r"kernel|lib|mm|net|rust|samples|security|sound|virt)/.*)$")
-
-
-def _tree_path(path: str) -> str:
-    match = _TREE_TOP.search(path)
-    return match.group(1) if match else path
-
-
-def _prefixes(*patterns: str) -> re.Pattern:
-    """Names starting with one of patterns, leading underscores ignored."""
-    return re.compile(r"^_*(?:" + "|".join(patterns) + ")")
-
-
-# Frames that say where the report was printed, not where the bug is: the
-# locking primitives, lockdep itself, the WARN/BUG machinery, printk, sanitizers
-# and string helpers, after syzkaller's list (pkg/report/linux.go). Matched as
-# prefixes of the name without its leading underscores, not as substrings, so
-# that generic_shutdown_super or inode_sb_list_add stay visible.
-_SKIP = _prefixes(
-    r"(do_)?raw_(spin|read|write)_(lock|trylock|unlock)", r"(spin|read|write)_(lock|trylock|unlock)",
-    r"lock_(acquire|release|acquired|contended|is_held|class)", r"lockdep",
-    r"reacquire_held_locks", r"mark_(lock|usage|held_locks)", r"validate_chain",
-    r"check_(noncircular|prev_add|prevs_add|irq_usage|deadlock|flags|wait_context|usage)",
-    r"print_(circular|usage|bad_irq|irq_inversion|deadlock|lock|unlock|held|freed|shortest)",
-    r"(register|look_up)_lock_class", r"assign_lock_key", r"save_trace",
-    r"(add|lookup)_chain_cache",
-    r"(mutex|rt_mutex)_(lock|trylock|unlock|remove_waiter)", r"mutex_lock",
-    r"(down|up)(_read|_write)?(_nested|_killable|_interruptible|_trylock)?$",
-    r"rwsem_", r"osq_(lock|unlock)", r"wake_up", r"refcount_",
-    r"dump_stack", r"might_(sleep|resched|fault)", r"warn", r"report_bug", r"fixup_bug",
-    r"handle_bug", r"(asm_)?exc_", r"do_error", r"invalid_op", r"panic", r"v?printk",
-    r"debug_object", r"list_\w*_valid", r"kasan", r"asan", r"sanitizer",
-    r"check_memory_region", r"print_address_description",
-    r"mem(cpy|cmp|set|chr|move)$", r"str(cmp|ncmp|cpy|lcpy|ncpy|scpy|len|nstr|nlen|chr)$",
-    r"(copy_to|copy_from|put|get)_user", r"v?s?n?printf$", r"kv?asprintf",
-    r"x86_indirect_thunk",
-)
-# syzkaller's extra skips for circular dependencies: these workqueue
-# functions take the locks of work items they run or flush.
-_SKIP_CIRCULAR = re.compile("process_one_work|flush_workqueue|drain_workqueue|destroy_workqueue")
-_SKIP_SCHEDULE = re.compile("schedule|msleep|ssleep|usleep")
-_SKIP_SPINLOCK = _prefixes(r"spin_(bug|dump)", r"rwlock_bug")
-# The page allocator's free and check paths, after syzkaller's list for "Bad page".
-_SKIP_BAD_PAGE = _prefixes(
-    r"bad_page", r"(free|put|get|update|release)_page", r"free_pages", r"free_unref",
-    r"free_pcp", r"free_tail_pages", r"folio", r"page_frag_free", r"check_new_page",
-    r"dump_page", r"free_the_page", r"alloc_pages")
-# Where a stalled or locked-up CPU is interrupted, not where it is stuck: the
-# tick and the detectors, interrupt and NMI entry, clocks (read_hpet() saves
-# and restores irqs, traced) and busy waits.
-_SKIP_STALL = _prefixes(
-    r"rcu_", r"(asm_)?sysvec_", r"(asm_)?common_interrupt", r"irq_exit", r"irqentry_",
-    r"hrtimer_", r"tick_", r"update_process_times", r"watchdog_", r"nmi_", r"default_do_nmi",
-    r"show_regs", r"show_trace", r"sched_show_task", r"dump_cpu_task", r"print_(cpu|other_cpu)_stall",
-    r"check_cpu_stall", r"ktime_get", r"read_(tsc|hpet)", r"acpi_pm_read", r"(native_)?sched_clock",
-    r"clocksource_", r"timekeeping_", r"(const_)?udelay", r"delay_(tsc|loop|halt)", r"cpu_relax",
-    r"rep_nop", r"(native_)?safe_halt", r"trace_hardirqs_", r"(arch_)?local_irq_")
-# Where a hung task sleeps, not why: the scheduler, waits and sleeping locks.
-_SKIP_HUNG = _prefixes(
-    r"(io_|preempt_)?schedule", r"context_switch", r"switch_to", r"wait_for_(common|completion)",
-    r"do_wait_for_common", r"wait_on_(bit|page|buffer|folio)", r"out_of_line_wait_on_bit",
-    r"bit_wait", r"(prepare_to|finish)_wait", r"kthread$", r"[mus]sleep", r"do_nanosleep",
-    r"hrtimer_nanosleep", r"(percpu_)?rwsem_down", r"percpu_down", r"rt_mutex",
-    r"(down|up)_(read|write)_slowpath", r"rtnl_lock_killable")
-# syzkaller's buckets for hung tasks: every wait for a grace period is one.
-_HUNG_ANCHORS = (("synchronize_rcu", "synchronize_rcu"), ("synchronize_srcu", "synchronize_rcu"),
-                 ("synchronize_net", "synchronize_rcu"), ("synchronize_sched", "synchronize_rcu"),
-                 ("rtnl_lock", "rtnl_lock"))
-
-
-def _meaningful(func: str | None, extra: re.Pattern | None = None) -> bool:
-    return bool(func) and not _SKIP.match(func.lstrip("_")) and not (extra and extra.search(func))
-
-
-def _call_trace(msg: str) -> bool:
-    return msg.strip().lower().startswith("call trace:")  # arm64: "Call trace:"
-
-
-def _reliable(frame: re.Match | None) -> bool:
-    # "?" marks a stale return address the unwinder found on the stack.
-    return bool(frame) and not frame.group("q") and not frame.group("q2")
-
-
-def _in_trace(msg: str) -> bool:
-    return bool(_FRAME.match(msg) or _STACK_MARKER.match(msg) or _REGISTERS.match(msg)
-                or msg.strip() in ("<EOI>", ""))
-
-
-def _trace_end(lines: list[_Line], call_trace: int, limit: int) -> int:
-    """Index of the last line of the stack that "Call Trace:" at call_trace opens."""
-    last = call_trace
-    for j in range(call_trace + 1, limit):
-        msg = lines[j].msg
-        if msg.strip() == "</TASK>":
-            return j  # the task stack is always printed last
-        if not _in_trace(msg):
-            break
-        if msg.strip():
-            last = j
-    return last
-
-
-def _stack_funcs(msgs: list[str]) -> list[str]:
-    """Functions of the first "Call Trace:", "?" frames left out."""
-    funcs = []
-    for i in range(len(msgs)):
-        if _call_trace(msgs[i]):
-            for msg in msgs[i + 1:]:
-                if not _in_trace(msg):
-                    break
-                frame = _FRAME.match(msg)
-                if _reliable(frame):
-                    funcs.append(frame.group("func"))
-                if msg.strip() == "</TASK>":
-                    break
-            break
-    return funcs
-
-
-# Stack dumps of a stall report that are not of a stalled CPU.
-_GP_KTHREAD_DUMP = re.compile(r"(?:RCU grace-period kthread stack dump|"
-                              r"Stack dump where RCU GP kthread last ran):")
-_CPU_DUMP = re.compile(r"^(?:NMI backtrace for cpu|Task dump for CPU|Sending NMI from CPU|"
-                       r"CPU: \d+ PID: )")
-
-
-def _stuck_frames(msgs: list[str]) -> list[str]:
-    """Functions of the first stuck CPU's dump, most telling first: the RIP
-    lines (the interrupted code), the frames of its task stack, then those
-    of its interrupt stacks. NMI stacks (the backtrace machinery) and dumps
-    of RCU's grace-period kthread are left out."""
-    rips: list[str] = []
-    task: list[str] = []
-    irq: list[str] = []
-    gp_dump = False
-    section = "task"
-    in_trace = False
-    for msg in msgs[1:]:
-        stripped = msg.strip()
-        if _GP_KTHREAD_DUMP.search(msg):
-            gp_dump = True
-        elif _CPU_DUMP.match(msg):
-            gp_dump = False
-        if gp_dump:
-            continue
-        marker = _STACK_MARKER.match(msg)
-        if marker:
-            name = stripped.strip("<>/")
-            if stripped.startswith("</") or name == "EOI":
-                section = "task"
-                if name == "TASK" and (rips or task or irq):
-                    break  # the end of the first dump
-            else:
-                section = {"IRQ": "irq", "SOFTIRQ": "irq", "NMI": "nmi"}.get(name, "task")
-            continue
-        if _call_trace(msg):
-            in_trace = True
-            continue
-        rip = _RIP.match(msg)
-        if rip and section != "nmi":
-            rips.append(rip.group("func"))
-            continue
-        frame = _FRAME.match(msg)
-        if in_trace and _reliable(frame) and section != "nmi":
-            (irq if section == "irq" else task).append(frame.group("func"))
-        elif in_trace and not _in_trace(msg) and (rips or task or irq):
-            break  # a dump without "<TASK>" markers ended
-    return rips + task + irq
-
-
-def _hung_func(msgs: list[str]) -> str | None:
-    funcs = _stack_funcs(msgs)
-    for func in funcs:
-        for anchor, bucket in _HUNG_ANCHORS:
-            if anchor in func:
-                return bucket
-    return _first(funcs, _SKIP_HUNG)
-
-
 # ------------------------------------------------------------------ titles
-
-def _first_after(msgs: list[str], anchor: str, pattern: re.Pattern) -> str | None:
-    """The func of the first match of pattern on or after the line containing anchor."""
-    for i, msg in enumerate(msgs):
-        if anchor in msg:
-            for later in msgs[i:]:
-                m = pattern.search(later)
-                if m:
-                    return m.group("func")
-            return None
-    return None
-
-
-def _first(candidates, extra: re.Pattern | None = None) -> str | None:
-    for func in candidates:
-        if _meaningful(func, extra):
-            return func
-    return None
-
 
 def _in(prefix: str, func: str | None) -> str:
     return f"{prefix} in {func}" if func else prefix
 
 
-def _circular_func(msgs: list[str]) -> str | None:
-    # syzkaller: the acquire site of the new lock, then of the held lock,
-    # then the frames of the dependency chain, skipping the usual frames.
-    ats: list[str] = []
-    chain: list[str] = []
-    for msg in msgs:
-        if _call_trace(msg):
-            break
-        if len(ats) < 2:
-            m = _AT.search(msg)
-            if m:
-                ats.append(m.group("func"))
-            continue
-        frame = _FRAME.match(msg)
-        if _reliable(frame):
-            chain.append(frame.group("func"))
-    return _first(ats + chain, _SKIP_CIRCULAR)
-
-
-def _rip(msgs: list[str]) -> str | None:
-    return next((m.group("func") for m in map(_RIP.match, msgs) if m), None)
-
-
 def _bug_title(head: str, msgs: list[str]) -> str:
-    func = _first([_rip(msgs)] + _stack_funcs(msgs))
+    func = frames.first([frames.rip(msgs)] + frames.stack_funcs(msgs))
     kasan = re.match(r"^BUG: KASAN: (\S+) in ", head)
     if kasan:
         access = next((m.group(1) for m in
                        (re.search(r"\b(Read|Write) of size", msg) for msg in msgs) if m), None)
-        where = re.match(r"^BUG: KASAN: \S+ in " + _FUNC, head)
+        where = re.match(r"^BUG: KASAN: \S+ in " + frames.FUNC, head)
         what = f"{kasan.group(1)} {access}" if access else kasan.group(1)
         return _in(f"KASAN: {what}", where.group("func") if where else func)
     if re.match(r"^[Kk]ernel BUG at ", head):
@@ -536,55 +294,55 @@ def _bug_title(head: str, msgs: list[str]) -> str:
 
 def _lockdep_title(kind: str, head: str, msgs: list[str]) -> str:
     if kind == "circular":
-        return _in("possible deadlock", _circular_func(msgs))
+        return _in("possible deadlock", frames.circular_func(msgs))
     if kind == "recursive":
         return _in("possible deadlock",
-                   _first_after(msgs, "is trying to acquire lock", _AT))
+                   frames.first_after(msgs, "is trying to acquire lock", frames.AT))
     if kind == "irq-inversion":
         anchor = ("just changed the state of lock" if "irq lock inversion" in head
                   else "is trying to acquire")
-        return _in("possible deadlock", _first_after(msgs, anchor, _AT))
+        return _in("possible deadlock", frames.first_after(msgs, anchor, frames.AT))
     if kind == "inconsistent":
-        return _in("inconsistent lock state", _first_after(msgs, "takes", _AT))
+        return _in("inconsistent lock state", frames.first_after(msgs, "takes", frames.AT))
     if kind == "bad-unlock":
         return _in("bad unlock balance",
-                   _first_after(msgs, "is trying to release lock", _PC_FUNC))
+                   frames.first_after(msgs, "is trying to release lock", frames.PC_FUNC))
     if kind == "held-lock-freed":
-        return _in("held lock freed", _first_after(msgs, "held lock freed", _AT))
+        return _in("held lock freed", frames.first_after(msgs, "held lock freed", frames.AT))
     if kind == "wait-context":
-        return _in("BUG: Invalid wait context", _first_after(msgs, "is trying to lock", _AT))
+        return _in("BUG: Invalid wait context", frames.first_after(msgs, "is trying to lock", frames.AT))
     if kind == "nested-lock":
-        return _in("Nested lock was not taken", _first_after(msgs, "is trying to lock", _AT))
+        return _in("Nested lock was not taken", frames.first_after(msgs, "is trying to lock", frames.AT))
     if kind == "bad-contention":
         return _in("bad contention",
-                   _first_after(msgs, "is trying to contend lock", _PC_FUNC))
+                   frames.first_after(msgs, "is trying to contend lock", frames.PC_FUNC))
     if kind == "lock-held":
         if _HELD_LOCKS_ONLY.search(head):
             return _in("BUG: lock held when returning to user space",
-                       _first_after(msgs, "leaving the kernel with locks still held", _AT))
-        return _in("BUG: still has locks held", _first_after(msgs, "still has locks held", _AT))
+                       frames.first_after(msgs, "leaving the kernel with locks still held", frames.AT))
+        return _in("BUG: still has locks held", frames.first_after(msgs, "still has locks held", frames.AT))
     if kind == "non-static-key":
-        return _in("INFO: trying to register non-static key", _first(_stack_funcs(msgs)))
+        return _in("INFO: trying to register non-static key", frames.first(frames.stack_funcs(msgs)))
     if kind == "bad-subclass":
-        return _in("BUG: looking up invalid subclass", _first(_stack_funcs(msgs)))
+        return _in("BUG: looking up invalid subclass", frames.first(frames.stack_funcs(msgs)))
     if kind == "unregistered-key":
-        return _in("BUG: key has not been registered", _first([_rip(msgs)] + _stack_funcs(msgs)))
+        return _in("BUG: key has not been registered", frames.first([frames.rip(msgs)] + frames.stack_funcs(msgs)))
     if kind == "spinlock":
         what = re.match(r"^BUG: (spinlock|rwlock) (.+?) on CPU#", head)
         return _in(f"BUG: {what.group(1)} {what.group(2)}",
-                   _first(_stack_funcs(msgs), _SKIP_SPINLOCK))
+                   frames.first(frames.stack_funcs(msgs), frames.SKIP_SPINLOCK))
     raise ValueError(kind)
 
 
 def _hang_title(kind: str, head: str, msgs: list[str]) -> str:
     if kind == "rcu-stall":
-        return _in("INFO: rcu detected stall", _first(_stuck_frames(msgs), _SKIP_STALL))
+        return _in("INFO: rcu detected stall", frames.first(frames.stuck_frames(msgs), frames.SKIP_STALL))
     if kind == "soft-lockup":
-        return _in("BUG: soft lockup", _first(_stuck_frames(msgs), _SKIP_STALL))
+        return _in("BUG: soft lockup", frames.first(frames.stuck_frames(msgs), frames.SKIP_STALL))
     if kind == "hard-lockup":
-        return _in("BUG: hard lockup", _first(_stuck_frames(msgs), _SKIP_STALL))
+        return _in("BUG: hard lockup", frames.first(frames.stuck_frames(msgs), frames.SKIP_STALL))
     if kind == "hung-task":
-        return _in("INFO: task hung", _hung_func(msgs))
+        return _in("INFO: task hung", frames.hung_func(msgs))
     if kind == "wq-lockup":
         return "BUG: workqueue lockup"
     raise ValueError(kind)
@@ -599,21 +357,21 @@ def _title(kind: str, msgs: list[str]) -> str:
     if kind == LOCKDEP_OFF:
         return head.strip()
     if kind == "rcu":
-        src = next((m.group("src") for m in map(_SRC.match, msgs[1:]) if m), None)
-        return f"suspicious RCU usage at {_tree_path(src)}" if src else "suspicious RCU usage"
+        src = next((m.group("src") for m in map(frames.SRC.match, msgs[1:]) if m), None)
+        return f"suspicious RCU usage at {frames.tree_path(src)}" if src else "suspicious RCU usage"
     if kind == "sleep-in-atomic":
         if head.startswith("BUG: scheduling while atomic"):
             return _in("BUG: scheduling while atomic",
-                       _first(_stack_funcs(msgs), _SKIP_SCHEDULE))
+                       frames.first(frames.stack_funcs(msgs), frames.SKIP_SCHEDULE))
         return _in("BUG: sleeping function called from invalid context",
-                   _first(_stack_funcs(msgs)))
+                   frames.first(frames.stack_funcs(msgs)))
     if kind == "bad-page":
         what = "map" if head.startswith("BUG: Bad page map") else "state"
-        return _in(f"BUG: Bad page {what}", _first(_stack_funcs(msgs), _SKIP_BAD_PAGE))
+        return _in(f"BUG: Bad page {what}", frames.first(frames.stack_funcs(msgs), frames.SKIP_BAD_PAGE))
     if kind == "warn":
-        at = _WARN_AT.search(head)
-        return _in("WARNING", _first([at.group("func") if at else None, _rip(msgs)]
-                                     + _stack_funcs(msgs)))
+        at = frames.WARN_AT.search(head)
+        return _in("WARNING", frames.first([at.group("func") if at else None, frames.rip(msgs)]
+                                     + frames.stack_funcs(msgs)))
     if kind == "bug":
         return _bug_title(head, msgs)
     if kind == "panic":
@@ -636,6 +394,20 @@ def _switches_lockdep_off(kind: str, msgs: list[str]) -> bool:
 
 # ------------------------------------------------------------------ bounds
 
+def _trace_end(lines: list[_Line], call_trace: int, limit: int) -> int:
+    """Index of the last line of the stack that "Call Trace:" at call_trace opens."""
+    last = call_trace
+    for j in range(call_trace + 1, limit):
+        msg = lines[j].msg
+        if msg.strip() == "</TASK>":
+            return j  # the task stack is always printed last
+        if not frames.in_trace(msg):
+            break
+        if msg.strip():
+            last = j
+    return last
+
+
 def _trim(lines: list[_Line], start: int, end: int) -> int:
     while end > start and not lines[end].msg.strip():
         end -= 1
@@ -651,14 +423,14 @@ def _hang_end(lines: list[_Line], start: int, limit: int, kind: str) -> int:
         head = _headline(msg)
         if head is not None and not (kind == "wq-lockup" and head == "wq-lockup"):
             break  # one watchdog pass reports each stuck pool, then dumps them all
-        if _call_trace(msg):
+        if frames.call_trace(msg):
             last = _trace_end(lines, j, limit)
             j = last + 1
             continue
         if not msg.strip():
             j += 1  # a blank line belongs only if more of the report follows
             continue
-        if not (head or _HANG_BODY.match(msg) or _in_trace(msg)):
+        if not (head or _HANG_BODY.match(msg) or frames.in_trace(msg)):
             break
         last = j
         j += 1
@@ -710,7 +482,7 @@ def _end(lines: list[_Line], start: int, kind: str) -> int:
         if kind == "bug" and stripped.startswith("---[ end trace"):
             # x86 oops_end() repeats the registers after the marker, "in
             # case the oops scrolled away".
-            while j + 1 < limit and _REGISTERS.match(lines[j + 1].msg):
+            while j + 1 < limit and frames.REGISTERS.match(lines[j + 1].msg):
                 j += 1
             return j
         if kind == "panic" and stripped.startswith("---[ end Kernel panic"):
@@ -719,7 +491,7 @@ def _end(lines: list[_Line], start: int, kind: str) -> int:
             return j  # KASAN closes its report with a line of "="
         if stripped == "stack backtrace:":
             backtrace_seen = True
-        if _call_trace(msg):
+        if frames.call_trace(msg):
             last_trace_end = _trace_end(lines, j, limit)
             final = (kind in _ONE_STACK_KINDS
                      or (kind in _LOCKDEP_KINDS | {"lock-held"} and backtrace_seen))
