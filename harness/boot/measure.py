@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness import icache
+from harness.lockorder import LockOrder, RoleTotals
 from harness.boot import channel
 from harness.parsers import fio, lockstat, workload_output
 from harness.guest.plan import Step
@@ -68,8 +68,7 @@ def _retries(text: str) -> dict[str, int]:
     return counts
 
 
-def step_numbers(step: Step, received: channel.Received,
-                 patterns: dict[str, tuple[str, ...]] = icache.DEFAULT_PATTERNS) -> StepNumbers:
+def step_numbers(step: Step, received: channel.Received, order: LockOrder) -> StepNumbers:
     status = _parse_status(received.text(f"{step.id}.status"))
     exit_code = int(status["exit"]) if status.get("exit", "").lstrip("-").isdigit() else None
     figures: list[Figure] = []
@@ -98,7 +97,7 @@ def step_numbers(step: Step, received: channel.Received,
         if text is not None:
             dump = lockstat.parse(text)
             valid = dump.valid if valid is None else (valid and dump.valid)
-            for role in icache.totals_by_role(dump.classes, patterns):
+            for role in order.totals_by_role(dump.classes):
                 figures += _lock_figures(phase, role, ops)
         retries = received.text(f"{step.id}.{phase}.retries")
         if retries is not None:
@@ -110,7 +109,7 @@ def step_numbers(step: Step, received: channel.Received,
     return StepNumbers(exit_code, tuple(figures), valid, error)
 
 
-def _lock_figures(phase: str, role: icache.RoleTotals, ops: int) -> list[Figure]:
+def _lock_figures(phase: str, role: RoleTotals, ops: int) -> list[Figure]:
     out = [
         Figure(phase, role.role, "acquisitions", role.acquisitions, "count"),
         Figure(phase, role.role, "contentions", role.contentions, "count"),

@@ -84,10 +84,6 @@ def image_key(info: source.SourceInfo, kernel: series.Kernel, flavour: str,
     return h.hexdigest()[:16]
 
 
-def image_dir(layout: Layout, kernel_name: str, flavour: str, key: str) -> Path:
-    return layout.images / f"{kernel_name.replace('@', '_at_')}-{flavour}-{key}"
-
-
 @dataclass(frozen=True)
 class ConfigProblem:
     fragment: Path
@@ -188,7 +184,7 @@ def build(layout: Layout, kernel_name: str, flavour: str, jobs: int | None = Non
 def build_lock(layout: Layout):
     """One kernel build at a time on this machine, whoever asks."""
     layout.build.mkdir(parents=True, exist_ok=True)
-    with open(layout.build / "build.lock", "w") as lock:
+    with open(layout.build_lock, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
@@ -207,7 +203,7 @@ def build_kernel(layout: Layout, kernel: series.Kernel, flavour: str,
     info = source.ensure_pristine(layout)
     frags = fragments(layout, flavour) + list(extra_fragments)
     key = image_key(info, kernel, flavour, frags)
-    image = KernelImage(kernel.name, flavour, key, image_dir(layout, kernel.name, flavour, key))
+    image = KernelImage(kernel.name, flavour, key, layout.image_dir(kernel.name, flavour, key))
     if is_built(image):
         return image
     # The same patches under another name (piggin@0 is base): the same image.
