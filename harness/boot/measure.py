@@ -1,7 +1,7 @@
 """Turn the records of one step into numbers: throughput, latency, lock figures.
 
 Lock figures are divided by the operations of the same timed window, so
-'acquisitions per operation' is exact (design.md section 6).
+'acquisitions per operation' is exact (docs/design.md section 6).
 """
 
 from __future__ import annotations

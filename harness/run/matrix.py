@@ -8,7 +8,7 @@ shapes the numbers derived from it (parsers, lock-order files) is not in
 the key: the rows of a reused cell are derived again from its boot folder.
 
 Order: repetitions outermost and kernels inside (A B A B, not A A B B), so a
-slow phase of the host hits every kernel alike (design.md section 6).
+slow phase of the host hits every kernel alike (docs/design.md section 6).
 
 The defaults here are the only ones: the command line and the Makefile
 pass a knob only when it is set.

@@ -70,7 +70,7 @@ def test_mainline_debug_boot_measures_throughput_and_locks(built, tmp_path):
         assert figures["create-unlink", "sb_list", "acquisitions_per_op"] > 0
         assert outcome.numbers.lockstat_valid is True
     ext4 = {(f.lock, f.metric): f.value for f in record.steps[1].numbers.figures}
-    # tmpfs never hashes inodes; ext4 does (design.md section 6).
+    # tmpfs never hashes inodes; ext4 does (docs/design.md section 6).
     assert ext4["hash", "acquisitions_per_op"] > 0
 
 
