@@ -48,7 +48,7 @@ reference:
 	$(HARNESS) reference $(RUN_DIR)
 
 kernels: $(DEPS_STAMP)
-	$(HARNESS) build $(KERNELS)
+	$(HARNESS) build $(KERNELS) $(foreach f,$(FLAVOURS),--flavour $(f))
 
 bisect-check: $(DEPS_STAMP)
 	$(HARNESS) bisect-check $(or $(SERIES),$(error SERIES=base|chinner|piggin is required))

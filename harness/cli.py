@@ -98,7 +98,7 @@ def cmd_boot(args) -> int:
     summary = boot_summary(record)
     summary["image"] = str(image.directory)
     violations = []
-    if args.flavour == "debug":
+    if args.flavour in kbuild.LOCKDEP_FLAVOURS:
         edges = lockorder.edges_of_boot(out, order)
         violations = order.violations(edges)
         summary["lock_order"] = {"file": str(order.path.relative_to(layout.repo)),
@@ -319,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminated)
     args = build_parser().parse_args(argv)
     if getattr(args, "flavour", None) is None and args.command == "build":
-        args.flavour = list(kbuild.FLAVOURS)
+        args.flavour = list(kbuild.DEFAULT_FLAVOURS)
     try:
         return args.func(args)
     except ERRORS as err:

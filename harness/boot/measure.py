@@ -26,9 +26,11 @@ class Figure:
 @dataclass(frozen=True)
 class StepNumbers:
     exit_code: int | None  # None: the step never reported its end
+    timed_out: bool  # killed at the step's own limit
     figures: tuple[Figure, ...]
     lockstat_valid: bool | None  # None: no lock_stat (perf flavour)
     error: str  # why numbers are missing, "" if none
+    lockdep_on: bool | None = None  # debug_locks at the step's end; None: no lockdep (perf)
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,9 @@ def step_numbers(step: Step, received: channel.Received, order: LockOrder) -> St
         phases = _phases(step, received)
     except (workload_output.OutputError, fio.FioError) as err:
         phases, error = [], f"unparsable output: {err}"
-    if exit_code not in (None, 0):
+    if status.get("timedout") == "1":
+        error = f"killed at its {step.workload.timeout_s}s limit"
+    elif exit_code not in (None, 0):
         error = (received.text(f"{step.id}.err") or "").strip()[-500:] or f"exit {exit_code}"
     for phase in phases:
         figures += [Figure(phase.name, "", "ops", phase.ops, step.workload.unit),
@@ -106,7 +110,9 @@ def step_numbers(step: Step, received: channel.Received, order: LockOrder) -> St
                 if ops:
                     figures.append(Figure(phase, "", f"retries.{name}_per_op", count / ops,
                                           f"per {step.workload.unit}"))
-    return StepNumbers(exit_code, tuple(figures), valid, error)
+    lockdep_on = {"1": True, "0": False}.get(status.get("debug_locks", ""))
+    return StepNumbers(exit_code, status.get("timedout") == "1", tuple(figures), valid, error,
+                       lockdep_on)
 
 
 def _lock_figures(phase: str, role: RoleTotals, ops: int) -> list[Figure]:

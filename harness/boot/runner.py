@@ -8,9 +8,11 @@ boot folder can be read again with read_boot: the numbers and statuses are
 always derived from the raw console and records by the current parsers.
 
 Boot classes (first that applies): panic, timeout, lockdep, warning,
-workload-error, ok. A step gets the class of what happened while it ran:
-a step that began and never ended in a boot that panicked is 'panic'; steps
-after it are 'not-run'.
+workload-error, unchecked, ok. A step gets the class of what happened while
+it ran: a step that began and never ended in a boot that panicked is
+'panic'; steps after it are 'not-run'. A debug step that ended with lockdep
+switched off (by an earlier report, or its tables full) without a lockdep
+report of its own is 'unchecked', never 'ok': lockdep was not looking.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ class HostView:
 class StepOutcome:
     step: str
     label: str
-    status: str  # ok, lockdep, warning, workload-error, panic, timeout, not-run, lost
+    status: str  # ok, unchecked, lockdep, warning, workload-error, panic, timeout, not-run, lost
     numbers: measure.StepNumbers | None
     reports: tuple[dict, ...]
     wall_s: float | None
@@ -139,6 +141,8 @@ def classify_boot(host: HostView, found: tuple[kernel_reports.Report, ...],
         return "warning"
     if any(s.status == "workload-error" for s in steps):
         return "workload-error"
+    if any(s.status == "unchecked" for s in steps):
+        return "unchecked"
     return "ok"
 
 
@@ -157,6 +161,8 @@ def _step_status(numbers: measure.StepNumbers, step_reports: list[kernel_reports
         return "workload-error"
     if kinds & {"warn", "bug"}:
         return "warning"
+    if numbers.lockdep_on is False:
+        return "unchecked"
     return "ok"
 
 

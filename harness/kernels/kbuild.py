@@ -25,7 +25,9 @@ from harness import procgroup, progress
 from harness.kernels import series, source
 from harness.layout import Layout
 
-FLAVOURS = ("perf", "debug")
+FLAVOURS = ("perf", "debug", "sanitize")
+DEFAULT_FLAVOURS = ("perf", "debug")  # sanitize is slow to build and boot: asked for by name
+LOCKDEP_FLAVOURS = ("debug", "sanitize")  # boots whose /proc/lockdep is dumped
 BUILD_ENV = {
     # Fixed so that ccache hits and rebuilt images are comparable.
     "KBUILD_BUILD_TIMESTAMP": "1970-01-01",

@@ -11,11 +11,13 @@ is gone or was made before host.json existed is measured again.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from harness import lockorder
 from harness.boot import runner
+from harness.kernels.kbuild import LOCKDEP_FLAVOURS
 from harness.layout import Layout
 from harness.run import tidy
 from harness.run.matrix import Cell
@@ -86,6 +88,8 @@ def rows_for(cell: Cell, outcome: runner.StepOutcome, reruns: int) -> list[tidy.
     rows.append(row("all", "", "lockdep_reports",
                     sum(1 for r in outcome.reports if r["kind"] in runner.LOCKDEP_KINDS),
                     "count"))
+    for kind, count in sorted(Counter(r["kind"] for r in outcome.reports).items()):
+        rows.append(row("all", "", f"reports.{kind}", count, "count"))
     rows.append(row("all", "", "reruns", reruns, "count"))
     if outcome.wall_s and outcome.others_cpu_s is not None:
         rows.append(row("all", "", "host_others_cores", outcome.others_cpu_s / outcome.wall_s,
@@ -110,6 +114,6 @@ def derive(layout: Layout, cells: list[tuple[Cell, StoredCell]],
                                   order)
         for cell, stored in members:
             rows += rows_for(cell, record.step(stored.step), stored.reruns)
-        if members[0][0].config.flavour == "debug":
+        if members[0][0].config.flavour in LOCKDEP_FLAVOURS:
             edges += lockorder.edges_of_boot(directory, order)
     return rows, edges

@@ -19,7 +19,7 @@ from typing import Iterator, Protocol
 from harness import lockorder, progress
 from harness.boot import runner
 from harness.guest import initramfs, plan, protocol
-from harness.kernels.kbuild import KernelImage
+from harness.kernels.kbuild import LOCKDEP_FLAVOURS, KernelImage
 from harness.layout import Layout
 from harness.run import tidy
 from harness.run.cells import CellStore, StoredCell, rows_for
@@ -158,7 +158,7 @@ def measure(layout: Layout, pending: list[tuple[BootConfig, KernelImage, list[Ce
                          + (f"; {len(record.damaged)} damaged records" if record.damaged
                             else ""))
             edges = lockorder.edges_of_boot(job.directory, job.order) \
-                if job.config.flavour == "debug" else []
+                if job.config.flavour in LOCKDEP_FLAVOURS else []
             retry: list[Cell] = []
             for cell, outcome in zip(job.cells, record.steps):
                 done = reruns.get(cell.key, 0)

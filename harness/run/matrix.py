@@ -25,7 +25,7 @@ from harness import host
 from harness.boot import qemu
 from harness.guest import plan
 from harness.guest.workloads import Workload
-from harness.kernels.kbuild import FLAVOURS, KernelImage
+from harness.kernels.kbuild import DEFAULT_FLAVOURS, KernelImage
 from harness.layout import slug
 
 DEFAULT_WORKLOADS = "default"
@@ -61,18 +61,19 @@ class Matrix:
     cpus: list[int]
     workloads: list[Workload]
     repeat: int = 3  # perf boots per kernel and vCPU count, kernels interleaved
-    debug_repeat: int = 1  # lock counts are exact: one debug boot settles them
+    debug_repeat: int = 1  # debug and sanitize boots: lock counts are exact, one settles them
     icount_repeat: int = 2  # 1-vCPU -icount perf boots per kernel (single-thread cost)
-    flavours: tuple[str, ...] = FLAVOURS
+    flavours: tuple[str, ...] = DEFAULT_FLAVOURS
     max_reruns: int = 2  # of a timed step disturbed by a busy host
 
     def boots(self, accel: str) -> list[BootConfig]:
         plain = "kvm" if accel == "kvm" else "tcg"
         configs: list[BootConfig] = []
-        if "debug" in self.flavours:
-            for rep in range(1, self.debug_repeat + 1):
-                configs += [BootConfig(k, "debug", plain, c, rep)
-                            for c in self.cpus for k in self.kernels]
+        for flavour in ("debug", "sanitize"):  # untimed: lock counts and reports
+            if flavour in self.flavours:
+                for rep in range(1, self.debug_repeat + 1):
+                    configs += [BootConfig(k, flavour, plain, c, rep)
+                                for c in self.cpus for k in self.kernels]
         if "perf" in self.flavours:
             if accel == "tcg":
                 for rep in range(1, self.icount_repeat + 1):
