@@ -24,6 +24,8 @@ FLAVOURS ?=
 RUN_DIR ?=
 BASELINE ?=
 FULL ?=
+DURATION ?=
+SEED ?=
 V ?=
 
 HARNESS = $(PYTHON) -m harness
@@ -31,7 +33,7 @@ PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static fio gnuplot-no
 	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs xfsprogs gcc make
 DEPS_STAMP = build/.deps-$(shell echo $(PACKAGES) | md5sum | cut -c1-8)
 
-.PHONY: compare report reference kernels bisect-check compile-check test unit-test clean deps check-workloads
+.PHONY: compare soak report reference kernels bisect-check compile-check test unit-test clean deps check-workloads
 
 compare: $(DEPS_STAMP) check-workloads
 	$(HARNESS) compare --kernels $(KERNELS) --cpus $(CPUS) \
@@ -39,6 +41,11 @@ compare: $(DEPS_STAMP) check-workloads
 		$(if $(ICOUNT_REPEAT),--icount-repeat $(ICOUNT_REPEAT)) $(if $(FULL),--full) \
 		--workloads $(WORKLOADS) --flavours $(FLAVOURS) $(if $(BASELINE),--baseline $(BASELINE)) \
 		$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v)
+
+# Random workload mixes on the debug and sanitize kernels until DURATION is up.
+soak: $(DEPS_STAMP) check-workloads
+	$(HARNESS) soak --duration $(or $(DURATION),$(error DURATION=45m|2h|... is required)) \
+		--kernels $(KERNELS) --flavours $(FLAVOURS) --cpus $(CPUS) $(if $(SEED),--seed $(SEED))
 
 report:
 	$(HARNESS) report $(RUN_DIR) $(if $(BASELINE),--baseline $(BASELINE))
