@@ -101,7 +101,7 @@ def main(names: list[str]) -> None:
     image = kbuild.build_kernel(layout, series.Kernel("splat", (patch,)), "debug",
                                 extra_fragments=(HERE / "splat.config",))
     files = initramfs.prepare(layout)
-    out = layout.build / "splat"
+    out = layout.splat
     failed = []
     for name in names:
         capture = BY_NAME[name]
@@ -111,7 +111,8 @@ def main(names: list[str]) -> None:
         spec = qemu.BootSpec(image.bzimage, files.initramfs, plan, qemu.Machine("tcg", 2),
                              capture.timeout_s, cmdline=capture.cmdline)
         outcome = qemu.boot(spec, out / name)
-        console = outcome.console.read_text(errors="replace")
+        console_log = out / name / "console.log"
+        console = console_log.read_text(errors="replace")
         found = kernel_reports.parse(console)
         summary = "; ".join(f"{r.kind} '{r.title}'" for r in found) or "no report"
         progress.say(f"{name}: exit {outcome.exit_code}, {outcome.wall_s:.0f}s: {summary}")
@@ -119,10 +120,10 @@ def main(names: list[str]) -> None:
                      if f"inode_duel_splat: triggering {w.split()[0]}" in console]
         if len(triggered) < len(capture.writes):
             failed.append(name)
-            progress.say(f"{name}: the boot did not reach every write; see {outcome.console}")
+            progress.say(f"{name}: the boot did not reach every write; see {console_log}")
             continue
         target = layout.repo / "harness" / "test_data" / "console" / f"captured-splat-{name}.log"
-        target.write_bytes(outcome.console.read_bytes())
+        target.write_bytes(console_log.read_bytes())
     if failed:
         sys.exit(f"capture.py: not captured: {', '.join(failed)}")
 
