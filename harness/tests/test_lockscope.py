@@ -52,7 +52,6 @@ def test_bad_lines_name_the_file_and_line(tmp_path, text, message):
     assert str(err.value).startswith(str(path)) and message in str(err.value)
 
 
-
 def test_bitlock_and_under_together(tmp_path):
     path = tmp_path / "lock-scope"
     path.write_text("global global\nhash per-bucket Inode-cache under global bitlock\n")
