@@ -37,8 +37,8 @@ class Claim:
 
 CLAIMS = (
     Claim("chinner-cap", "Dave Chinner, Dec 2023",
-          "https://lore.kernel.org/linux-fsdevel/ (\"[RFC] vfs: inode cache scalability "
-          "improvements\", 0/11, 6 Dec 2023; mail.spinics.net/lists/linux-fsdevel/msg257126)",
+          "http://mail.spinics.net/lists/linux-fsdevel/msg257126.html (linux-fsdevel, the "
+          "cover letter of his vfs inode cache scalability series)",
           "the sb inode list lock, two exclusive acquisitions per inode cycled through the "
           "cache, tops out XFS at around 600,000-700,000 inodes/s",
           650_000.0, "600,000-700,000 inodes/s", ("create-unlink", "tmpfs", "create-unlink"),

@@ -44,7 +44,7 @@ class LockCheck:
     measured_contentions: float
     predicted_wait_us: float
     measured_wait_us: float
-    modelled_as: str  # "queue", "under ROLE", "private"
+    modelled_as: str  # "queue", "under ROLE", a private scope, or why it does not queue
 
     @property
     def in_aim(self) -> bool:
@@ -95,9 +95,14 @@ def lock_checks(rows: list[Row], all_inputs: list[CaseInputs]) -> list[LockCheck
         for r in inputs.roles:
             if (r.role, "contentions_per_op") not in measured:
                 continue
-            queued = r.role in point.contentions_per_op
-            modelled = "queue" if queued else (f"under {r.scope.under}" if r.scope.under
-                                               else "private")
+            if r.role in point.contentions_per_op:
+                modelled = "queue"
+            elif r.scope.under:
+                modelled = f"under {r.scope.under}"
+            elif r.scope.shared:
+                modelled = "no queue (bucket count unknown)"
+            else:
+                modelled = r.scope.scope
             out.append(LockCheck(
                 inputs.kernel, inputs.case, r.role,
                 point.contentions_per_op.get(r.role, 0.0),

@@ -119,7 +119,7 @@ def test_two_cpu_contention_is_predicted_from_one_cpu_alone(tmp_path):
     assert check.measured_contentions == 0.05 and check.in_aim
     assert check.contention_error == pytest.approx(-0.2)
     (i_lock,) = [c for c in scaling_validation.lock_checks(rows, inputs) if c.role == "i_lock"]
-    assert i_lock.modelled_as == "private" and i_lock.predicted_contentions == 0
+    assert i_lock.modelled_as == "per-inode" and i_lock.predicted_contentions == 0
     (ratio,) = scaling_validation.ratio_checks(rows, inputs)
     assert ratio.measured == pytest.approx(18000 / 10000)
     assert 1.9 < ratio.predicted < 2.0
