@@ -25,6 +25,7 @@ def lock_rows(kernel, cpus, procs, rate, locks):
     for role, acq, hold, cont, wait in locks:
         out += [row(kernel, "debug", "tcg", cpus, procs, role, "acquisitions_per_op", acq),
                 row(kernel, "debug", "tcg", cpus, procs, role, "holdtime_avg", hold),
+                row(kernel, "debug", "tcg", cpus, procs, role, "holdtime_per_op", acq * hold),
                 row(kernel, "debug", "tcg", cpus, procs, role, "contentions_per_op", cont),
                 row(kernel, "debug", "tcg", cpus, procs, role, "waittime_per_op", wait)]
     return out
