@@ -50,7 +50,7 @@ Solution: exact mean value analysis with load-dependent stations
 -------------------------------------------------------------------
 (Reiser and Lavenberg, "Mean-value analysis of closed multichain queuing
 networks", JACM 1980; the load-dependent form as in Menasce, Almeida and
-Dowdy, "Performance by Design", 2004, chapter 14.) For n = 1 .. N, with
+Dowdy, "Performance by Design", 2004.) For n = 1 .. N, with
 p_k(j | n) the probability that an instance of lock k holds j CPUs:
 
   R_k(n)   = sum_{j=1..n} j * S_k(j) * p_k(j-1 | n-1)      per visit
