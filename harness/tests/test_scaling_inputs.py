@@ -159,3 +159,14 @@ def test_predict_command_on_a_run_and_on_a_profile(tmp_path, capsys):
     profile.write_text('{"think_ns": 5, "locks": [{"name": "x", "acquisitions_per_op": 1}]}')
     assert cli.main(["predict", "--profile", str(profile), "--json"]) == 1
     assert f"{profile}: locks[0].hold_ns: missing" in capsys.readouterr().err
+
+
+def test_a_manual_boot_is_known_by_its_image_folder(tmp_path):
+    boot = tmp_path / "boots" / "20261203-183000-mainline-debug-manual"
+    boot.mkdir(parents=True)
+    (boot / "plan.sh").write_text("# manual boot\n")
+    (boot / "summary.json").write_text(json.dumps(
+        {"image": "/work/main/build/images/mainline-debug-d4a094542ede0508"}))
+    assert scaling_inputs.boot_kernel(boot) == ("mainline", "debug")
+    (boot / "summary.json").write_text(json.dumps({"image": "/somewhere/odd"}))
+    assert scaling_inputs.boot_kernel(boot) is None
