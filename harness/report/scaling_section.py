@@ -43,9 +43,9 @@ PRIVATE_BOUNCE_LIMIT = 0.05
 # The smallest contention rate a measured window can show: one contention in
 # the 2000-operation windows of the default workloads.
 VISIBLE_CONTENTION = 0.0005
-# A shared role needs this many acquisitions in a window before "never
-# bounced" says anything.
-SHARED_MIN_ACQUISITIONS = 100
+# A role needs this many acquisitions in a window before its bounce
+# fraction says anything about its scope.
+MIN_ACQUISITIONS = 100
 
 
 @dataclass(frozen=True)
@@ -371,13 +371,14 @@ class Section:
                              if len(fractions) > 1 else f"{fractions[0] * 100:.1f}%",
                              str(len(items))])
                 for case, fraction, count in items:
-                    if scope and scope.scope in lockscope.PRIVATE_SCOPES and \
-                            fraction > PRIVATE_BOUNCE_LIMIT:
+                    if count < MIN_ACQUISITIONS or scope is None:
+                        continue
+                    if scope.scope in lockscope.PRIVATE_SCOPES and fraction > PRIVATE_BOUNCE_LIMIT:
                         flags.append(f"{kernel} {role} is declared {scope.scope} but "
                                      f"{fraction * 100:.1f}% of its acquisitions bounced in "
                                      f"{case.label}, whose workers share no inode")
-                    if scope and scope.scope in lockscope.SHARED_SCOPES and not scope.under \
-                            and count >= SHARED_MIN_ACQUISITIONS and fraction == 0:
+                    if scope.scope in lockscope.SHARED_SCOPES and not scope.under \
+                            and fraction == 0:
                         flags.append(f"{kernel} {role} is declared {scope.scope} but none of "
                                      f"its {count:.0f} acquisitions bounced in {case.label}")
         out.append(doc.Para(
@@ -385,7 +386,11 @@ class Section:
             "lock instance ran on the other vCPU (lock_stat acq-bounces / acquisitions, debug "
             "kernels, 2 vCPUs, 2 workers), range over the workloads. A shared lock bounces "
             "often; a per-CPU or per-inode lock should not, in workloads whose workers each "
-            "have their own directory."))
+            "have their own directory. A flag below is a contradiction to explain, not "
+            "necessarily a wrong scope: a worker that the scheduler moves to the other vCPU "
+            "between creating its files and unlinking them bounces every inode's first "
+            f"i_lock. Roles with fewer than {MIN_ACQUISITIONS} acquisitions in a window are "
+            "not judged."))
         out.append(doc.Table(["kernel", "lock", "declared scope", "bounce fraction",
                               "workloads"], rows))
         out.append(doc.Para("Declared scopes contradicted by the bounces: " +
