@@ -227,13 +227,13 @@ def scaling_bands(stem: Path, title: str, ylabel: str,
                      f"fs transparent solid 0.15 noborder lc rgb {_quote(colour)} notitle")
         plots.append(f"{_quote(str(data))} index {i} using 1:3 with lines lw 2 "
                      f"lc rgb {_quote(colour)} title {_quote(name)}")
-    titled = False
     for i, (name, colour) in enumerate(zip(names, colours)):
         if measured.get(name):
-            title = "notitle" if titled else "title 'measured'"
-            titled = True
             plots.append(f"{_quote(str(data))} index {len(names) + i} using 1:2:3:4 with "
-                         f"yerrorbars pt 7 ps 0.8 lc rgb {_quote(colour)} {title}")
+                         f"yerrorbars pt 7 ps 0.8 lc rgb {_quote(colour)} notitle")
+    if any(measured.values()):
+        # One key entry for every kernel's measured points, in the kernels' colours.
+        plots.append("NaN with yerrorbars pt 7 ps 0.8 lc rgb '#555555' title 'measured'")
     xmax = max(x for pts in bands.values() for x, *_ in pts)
     body = "\n".join([
         f"set title {_quote(title)}", "set xlabel 'CPUs'", f"set ylabel {_quote(ylabel)}",
