@@ -161,8 +161,9 @@ class Section:
             "shaded areas: published x86 core-to-core transfer latencies, within a socket to "
             f"across sockets); **{NS_PER_INSN:g} ns per instruction** on the target machine "
             f"(band {NS_PER_INSN_BAND[0]:g}-{NS_PER_INSN_BAND[1]:g}; it scales every "
-            "operation's time, so it moves where a lock saturates, not whether). Inputs of "
-            "this run: " + "; ".join(sorted(insn)) + "; " + "; ".join(sorted(hold)) + ".")
+            "operation's measured time but not the hand-off, so it sets how much the hand-off "
+            "weighs). Inputs of this run: " + "; ".join(sorted(insn)) + "; "
+            + "; ".join(sorted(hold)) + ".")
 
     def _cases(self) -> list[evidence.Case]:
         return sorted({case for (_, case) in self.banded},
