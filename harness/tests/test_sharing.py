@@ -50,9 +50,8 @@ def test_hash_table_lines_without_timestamps_and_with_crlf():
 
 
 def test_a_two_cpu_window_shows_which_roles_the_workers_share():
-    dump = lockstat.parse(
-        (DATA / "lockstat" / "captured-mainline-debug-2cpu-tmpfs-unlink.lock_stat")
-                          .read_text())
+    path = DATA / "lockstat" / "captured-mainline-debug-2cpu-tmpfs-unlink.lock_stat"
+    dump = lockstat.parse(path.read_text())
     totals = {t.role: t for t in icache.totals_by_role(dump.classes)}
     # The per-superblock list is shared by both workers: 296 of its 4008
     # acquisitions came after the other vCPU's. The per-inode i_lock bounced
