@@ -31,11 +31,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import icache
-from harness.kernels import series
 from harness.layout import Layout
+from harness.lockorder import ROLES
 
-HERE = Path(__file__).resolve().parent
+MAINLINE_FILE = Path(__file__).resolve().parent / "mainline.lock-scope"
 SCOPES = ("global", "per-superblock", "per-bdi-writeback", "per-numa-node", "per-bucket",
           "per-cpu", "per-inode")
 # Scopes whose one instance every worker of a workload on one filesystem shares.
@@ -93,9 +92,9 @@ def parse(path: Path) -> LockScope:
             raise LockScopeError(f"{where}: expected 'ROLE SCOPE [TABLE] [bitlock] "
                                  f"[under ROLE]', got {raw.strip()!r}")
         role, scope, rest = words[0], words[1], words[2:]
-        if role not in icache.ROLES:
+        if role not in ROLES:
             raise LockScopeError(f"{where}: unknown role {role!r} "
-                                 f"(roles: {', '.join(icache.ROLES)})")
+                                 f"(roles: {', '.join(ROLES)})")
         if role in roles:
             raise LockScopeError(f"{where}: role {role} already declared on line "
                                  f"{roles[role].line}")
@@ -115,7 +114,7 @@ def parse(path: Path) -> LockScope:
                 bitlock = True
             elif word == "under" and under is None and rest:
                 under = rest.pop(0)
-                if under not in icache.ROLES or under == role:
+                if under not in ROLES or under == role:
                     raise LockScopeError(f"{where}: 'under' needs another role, got {under!r}")
             else:
                 raise LockScopeError(f"{where}: unexpected {word!r} "
@@ -131,8 +130,8 @@ def parse(path: Path) -> LockScope:
 def file_for(layout: Layout, kernel: str) -> Path:
     """The lock-scope of the design a kernel implements (NAME@K: its series' final one)."""
     name = kernel.split("@", 1)[0]
-    if name == "mainline" or not series.series_exists(layout, name):
-        return HERE / "mainline.lock-scope"
+    if name == "mainline":
+        return MAINLINE_FILE
     return layout.series_dir(name) / "lock-scope"
 
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import icache, lockorder
+from harness import lockorder
 from harness.analysis import evidence, stats
 from harness.report import charts, scaling_section
 from harness.run import tidy
@@ -292,7 +292,7 @@ class ReportBuilder:
         figures = evidence.lock_figures(self.rows, case, cpus)
         if not figures:
             return None
-        roles = [r for r in icache.ROLES if any(role == r for (_, role, _) in figures)]
+        roles = [r for r in lockorder.ROLES if any(role == r for (_, role, _) in figures)]
         panels = []
         for metric, label in (("acquisitions_per_op", "acquisitions / op"),
                               ("holdtime_per_op", "hold µs / op"),
@@ -311,7 +311,7 @@ class ReportBuilder:
         for cpus in debug_cpus:
             figures = evidence.lock_figures(self.rows, case, cpus)
             for kernel in self.kernels:
-                for role in icache.ROLES:
+                for role in lockorder.ROLES:
                     f = {m: figures.get((kernel, role, m)) for m in evidence.LOCK_METRICS}
                     if f["acquisitions_per_op"] is None:
                         continue

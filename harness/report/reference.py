@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.kernels import series
-from harness.run import compare
+from harness.run import estimate
 from harness.layout import Layout
 
 KEPT = ("report.md", "report.html", "tidy.tsv", "manifest.json", "lockorder.json")
@@ -34,7 +34,7 @@ class Staleness:
 
 
 def directory(layout: Layout) -> Path:
-    return layout.results / "reference"
+    return layout.reference
 
 
 def publish(layout: Layout, run_dir: Path) -> Path:
@@ -49,8 +49,8 @@ def publish(layout: Layout, run_dir: Path) -> Path:
     for name in KEPT + tuple(n for n in KEPT_IF_PRESENT if (run_dir / n).exists()):
         shutil.copy2(run_dir / name, staging / name)
     # How long each kind of step took here: a fresh clone's first estimate.
-    (staging / compare.STEP_TIMES).write_text(
-        json.dumps(compare.step_times_of_run(layout, run_dir), indent=1) + "\n")
+    (staging / estimate.STEP_TIMES).write_text(
+        json.dumps(estimate.step_times_of_run(layout, run_dir), indent=1) + "\n")
     charts = staging / "charts"
     charts.mkdir()
     for chart in sorted((run_dir / "charts").iterdir()):

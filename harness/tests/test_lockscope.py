@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import icache, lockscope
+from harness import lockorder, lockscope
 from harness.layout import default_layout
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -14,7 +14,7 @@ SHIPPED = [REPO / "harness" / "mainline.lock-scope"] + sorted(REPO.glob("series-
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.parent.name + "/" + p.name)
 def test_shipped_files_declare_every_role_the_kernel_has(path):
     scope = lockscope.parse(path)
-    expected = set(icache.ROLES) - ({"global"} if "series-base" not in str(path) else set())
+    expected = set(lockorder.ROLES) - ({"global"} if "series-base" not in str(path) else set())
     assert set(scope.roles) == expected
 
 

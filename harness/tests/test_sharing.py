@@ -7,11 +7,12 @@ default` (fstree on tmpfs, 2 workers, 2 vCPUs), 2026-12-03, files/s07.unlink.loc
 
 from pathlib import Path
 
-from harness import icache
+from harness import lockorder
 from harness.boot import measure
 from harness.parsers import hash_tables, lockstat
 
 DATA = Path(__file__).resolve().parent.parent / "test_data"
+MAINLINE = lockorder.parse(lockorder.MAINLINE_FILE)
 
 
 def test_role_totals_sum_the_bounces_of_every_class_of_a_role():
@@ -19,16 +20,16 @@ def test_role_totals_sum_the_bounces_of_every_class_of_a_role():
     # acquisitions bounced; the i_lock classes (#1 twice, plain) 0 + 194 + 0.
     dump = lockstat.parse((DATA / "lockstat" / "captured-mainline-debug-ext4-unlink.lock_stat")
                           .read_text())
-    totals = {t.role: t for t in icache.totals_by_role(dump.classes)}
+    totals = {t.role: t for t in MAINLINE.totals_by_role(dump.classes)}
     assert (totals["hash"].acq_bounces, totals["hash"].acquisitions) == (16, 300)
     assert (totals["sb_list"].acq_bounces, totals["sb_list"].acquisitions) == (17, 303)
-    i_lock = [c for c in dump.classes if icache.role_of(c.name) == "i_lock"]
+    i_lock = [c for c in dump.classes if MAINLINE.role_of(c.name) == "i_lock"]
     assert totals["i_lock"].acq_bounces == sum(c.acq_bounces for c in i_lock) > 0
     assert totals["i_lock"].con_bounces == sum(c.con_bounces for c in i_lock)
 
 
 def test_lock_figures_carry_bounces_and_bounces_per_op():
-    role = icache.RoleTotals("sb_list", ("&s->s_inode_list_lock",), 400, 4, 10.0, 2.0, 1.0,
+    role = lockorder.RoleTotals("sb_list", ("&s->s_inode_list_lock",), 400, 4, 10.0, 2.0, 1.0,
                              1.0, acq_bounces=100, con_bounces=3)
     figures = {f.metric: f.value for f in measure._lock_figures("create", role, 200)}
     assert figures["acq_bounces"] == 100 and figures["con_bounces"] == 3
@@ -52,7 +53,7 @@ def test_hash_table_lines_without_timestamps_and_with_crlf():
 def test_a_two_cpu_window_shows_which_roles_the_workers_share():
     path = DATA / "lockstat" / "captured-mainline-debug-2cpu-tmpfs-unlink.lock_stat"
     dump = lockstat.parse(path.read_text())
-    totals = {t.role: t for t in icache.totals_by_role(dump.classes)}
+    totals = {t.role: t for t in MAINLINE.totals_by_role(dump.classes)}
     # The per-superblock list is shared by both workers: 296 of its 4008
     # acquisitions came after the other vCPU's. The per-inode i_lock bounced
     # on 2070 of 20040, about one unlink in two (5 i_lock acquisitions each):

@@ -29,7 +29,7 @@ def main(kinds: list[str]) -> None:
     image = kbuild.build_kernel(layout, series.Kernel("splat", (patch,)), "debug",
                                 extra_fragments=(HERE / "splat.config",))
     files = initramfs.prepare(layout)
-    out = layout.build / "splat"
+    out = layout.splat
     for kind in kinds:
         plan = out / f"{kind}.sh"
         plan.parent.mkdir(parents=True, exist_ok=True)
@@ -38,7 +38,7 @@ def main(kinds: list[str]) -> None:
         spec = qemu.BootSpec(image.bzimage, files.initramfs, plan, qemu.Machine("tcg", 2), 120)
         outcome = qemu.boot(spec, out / kind)
         target = layout.repo / "harness" / "test_data" / "console" / f"captured-splat-{kind}.log"
-        target.write_bytes(outcome.console.read_bytes())
+        target.write_bytes((out / kind / "console.log").read_bytes())
         progress.say(f"{kind}: exit {outcome.exit_code}, {target.name}")
 
 
