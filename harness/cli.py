@@ -10,6 +10,7 @@
     bisect-check SERIES                               every patch builds, boots, checkpatch
     compile-check KERNEL [--grep RE]                  touched files compile under allmodconfig
     check-workloads                                   validate workloads/*.wl
+    predict RUN_DIR | --profile FILE [--cpus ...]     scaling model: throughput at N CPUs
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 from harness import lockorder, progress
+from harness.analysis import predict, scaling_inputs
 from harness.boot import channel, qemu, runner
 from harness.guest import initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
@@ -250,6 +252,10 @@ def cmd_check_workloads(args) -> int:
     return 0
 
 
+def cmd_predict(args) -> int:
+    return predict.command(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python3 -m harness", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -334,6 +340,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check-workloads", help="validate workloads/*.wl")
     p.set_defaults(func=cmd_check_workloads)
+
+    p = sub.add_parser("predict", help="queueing model: predicted throughput at N CPUs")
+    p.add_argument("run_dir", nargs="?", help="a run folder (its tidy.tsv)")
+    p.add_argument("--profile", help="a JSON lock profile instead of a run")
+    p.add_argument("--cpus", nargs="*", default=[], help="CPU counts (default 1 2 4 ... 256)")
+    p.add_argument("--handoff-ns", type=float, default=scaling_inputs.HANDOFF_NS,
+                   help="lock hand-off (cache-line transfer) cost")
+    p.add_argument("--ns-per-insn", type=float, default=scaling_inputs.NS_PER_INSN,
+                   help="ns per guest instruction on the target machine")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_predict)
     return parser
 
 
