@@ -125,3 +125,22 @@ def test_a_cell_whose_boot_folder_is_gone_is_measured_again(tmp_path):
     assert store.get("k1") is None
     (layout.cells / "k2.json").write_text('{"label": "old", "rows": []}')  # format 1
     assert store.get("k2") is None
+
+
+def test_steps_after_lockdep_went_off_are_unchecked_and_a_hung_task_is_a_hang(tmp_path):
+    """The console of a real boot (the splat generator's bad-page+circular+hung-task
+    capture): s01 taints the kernel (lockdep off), s02's circular dependency is never
+    reported, s03 hangs a task. Its records are rebuilt here, claiming lockdep on, so
+    only the console can tell."""
+    folder = tmp_path / "boot"
+    folder.mkdir()
+    shutil.copy(REPO_ROOT / "harness" / "test_data" / "console" /
+                "captured-splat-bad-page+circular+hung-task.log", folder / "console.log")
+    raw = b"".join(_encode(f"s0{i}.status", b"exit=0 timedout=0 debug_locks=1\n")
+                   for i in (1, 2, 3)) + _encode("done", b"ok\n")
+    (folder / "results.raw").write_bytes(raw)
+    runner.HostView(0, False, 30.0, 0.0, 5.0, ()).save(folder)
+    steps = plan.make_steps([(workloads.parse(TEST_WORKLOADS / "fails.wl"), "tmpfs", 1)] * 3)
+    record = runner.read_boot(folder, steps, MAINLINE)
+    assert [s.status for s in record.steps] == ["warning", "unchecked", "hang"]
+    assert record.status == "hang"
