@@ -30,7 +30,8 @@ V ?=
 
 HARNESS = $(PYTHON) -m harness
 PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static fio gnuplot-nox \
-	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs xfsprogs gcc make
+	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs xfsprogs gcc make \
+	gcc-powerpc64-linux-gnu
 DEPS_STAMP = build/.deps-$(shell echo $(PACKAGES) | md5sum | cut -c1-8)
 
 .PHONY: compare soak report reference kernels bisect-check compile-check test unit-test clean deps check-workloads
