@@ -1,4 +1,4 @@
-"""The report of a run: Markdown and self-contained HTML, charts beside them.
+"""The report of a run: Markdown and HTML, the charts beside them in charts/.
 
 Order: the verdict table first (which design, for which workload, by how
 much, how sure, on what evidence), then why (lock figures per operation),
@@ -9,7 +9,6 @@ manifest.json, lockorder.json); nothing is re-measured.
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import math
@@ -17,9 +16,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import icache, lockorder
+from harness import icache
 from harness.analysis import evidence, stats
-from harness.report import charts
+from harness.report import charts, run_inputs
 from harness.run import tidy
 from harness.layout import Layout
 
@@ -36,6 +35,11 @@ class Heading:
 @dataclass
 class Para:
     text: str  # Markdown subset: **bold**, `code`
+
+
+@dataclass
+class Bullets:
+    items: list[str]  # Markdown subset, as Para
 
 
 @dataclass
@@ -56,7 +60,7 @@ class ChartRow:
     items: list[ChartBlock] = field(default_factory=list)
 
 
-Block = Heading | Para | Table | ChartBlock | ChartRow
+Block = Heading | Para | Bullets | Table | ChartBlock | ChartRow
 
 
 def fmt(value: float, digits: int = 3) -> str:
@@ -405,7 +409,7 @@ class ReportBuilder:
             "Edges among icache lock classes that lockdep recorded (a lock taken while "
             "another was held), mapped to roles, against the series' `lock-order` file. "
             "Red: not allowed by the design; dashed: allowed but not seen in this run."))
-        figures, table = ChartRow(), []
+        figures, table, from_checkout = ChartRow(), [], []
         for kernel in self.kernels:
             info = self.conformance.get(kernel)
             if not info:
@@ -416,16 +420,28 @@ class ReportBuilder:
             for e in info["edges"]:
                 counts[e[2], e[3]] = counts.get((e[2], e[3]), 0) + 1
             allowed: set[tuple[str, str]] = set()
+            shown = "no lock-order file"
             if "lock_order_file" in info:
-                allowed = set(lockorder.parse(self.layout.repo / info["lock_order_file"]).allowed)
+                source = run_inputs.lock_order(self.layout, self.run_dir, kernel,
+                                               info["lock_order_file"])
+                allowed = set(source.order.allowed) if source.order else set()
+                shown = source.shown_as + ("" if source.order else ": missing")
+                if not source.from_run:
+                    from_checkout.append(kernel)
             chart = charts.lockorder_graph(self.chart_stem(f"lockorder-{kernel}"), kernel,
                                            observed, allowed, counts)
-            figures.items.append(ChartBlock(chart, f"{kernel} ({info.get('lock_order_file', 'no lock-order file')})"))
+            figures.items.append(ChartBlock(chart, f"{kernel} ({shown})"))
             violations = info.get("violations", [])
             table.append([kernel, str(len(info["edges"])), str(len(violations)),
                           "; ".join(f"{h} -> {t}" for h, t, _, _ in violations[:5])
                           or ("none" if "lock_order_file" in info else info.get("error", ""))])
         self.blocks.append(figures)
+        if from_checkout:
+            self.blocks.append(Para(
+                f"**This run kept no copy of the lock-order files of {', '.join(from_checkout)}**"
+                f" (no {run_inputs.LOCK_ORDER_DIR}/ in the run folder): the allowed edges drawn "
+                "above come from today's checkout and may differ from those the run was "
+                "checked against; the counts of violations below are the run's own."))
         self.blocks.append(Table(["kernel", "icache class edges seen", "not allowed",
                                   "first violations"], table))
 
@@ -517,13 +533,19 @@ class ReportBuilder:
         m = self.manifest
         notes = []
         if m["accel"] == "tcg":
-            notes.append("All boots ran under TCG (software emulation). Wall-clock throughput "
-                         "varied 13-40% between boots on a quiet host here: read TCG throughput "
-                         "differences only where marked ✓, and rely on exact lock counts and "
-                         "-icount rates for small effects.")
+            covs = [cov for _, _, cov, _ in evidence.noise(self.rows)]
+            varied = (f"Wall-clock throughput varied between boots of one kernel by a "
+                      f"coefficient of variation of {min(covs) * 100:.1f}-{max(covs) * 100:.1f}% "
+                      f"in this run (worst kernel of each timed case, see the noise table)"
+                      if covs else "Wall-clock throughput was measured once per case, so "
+                      "this run cannot say how much it varies between boots")
+            notes.append(f"All boots ran under TCG (software emulation). {varied}: read TCG "
+                         "throughput differences only where marked ✓, and rely on exact lock "
+                         "counts and -icount rates for small effects.")
         if m.get("oversubscribed"):
             notes.append("vCPU counts above the host's cores oversubscribe it: a descheduled "
-                         "lock holder makes waits of 10-100 ms; those timings measure the host.")
+                         "lock holder makes other vCPUs wait for the host's scheduler; those "
+                         "timings measure the host.")
         notes += [
             "Throughput comes from perf kernels (no lock debugging), lock figures from debug "
             "kernels (lockdep, lock_stat); the two are never mixed in one chart.",
@@ -537,8 +559,7 @@ class ReportBuilder:
             "critical section; compare them between kernels, not with production numbers.",
         ]
         self.blocks.append(Heading(2, "Caveats"))
-        for note in notes:
-            self.blocks.append(Para("- " + note))
+        self.blocks.append(Bullets(notes))
 
 
 # -- rendering ------------------------------------------------------------------------------
@@ -558,6 +579,8 @@ def render_markdown(blocks: list[Block], run_dir: Path) -> str:
             out.append("#" * b.level + " " + b.text)
         elif isinstance(b, Para):
             out.append(b.text)
+        elif isinstance(b, Bullets):
+            out.append("\n\n".join("- " + item for item in b.items))
         elif isinstance(b, Table):
             out.append("| " + " | ".join(b.header) + " |")
             out.append("|" + "---|" * len(b.header))
@@ -589,19 +612,22 @@ def render_html(blocks: list[Block], run_dir: Path, title: str) -> str:
            f"</title><style>{CSS}</style></head><body>"]
 
     def figure(f: ChartBlock) -> str:
-        data = base64.b64encode(f.chart.png.read_bytes()).decode()
+        # Linked, not embedded: the PNG files are in the run folder anyway, and
+        # a second copy of each in base64 made a committed run carry every chart twice.
+        png = f.chart.png.relative_to(run_dir)
         svg = f.chart.svg.relative_to(run_dir)
-        return (f"<figure><img alt='{html.escape(f.chart.title)}' src='data:image/png;base64,"
-                f"{data}'><figcaption>{_html_inline(f.caption)} (<a href='{svg}'>SVG</a>)"
+        return (f"<figure><img alt='{html.escape(f.chart.title)}' src='{png}'>"
+                f"<figcaption>{_html_inline(f.caption)} (<a href='{svg}'>SVG</a>)"
                 "</figcaption></figure>")
 
     for b in blocks:
         if isinstance(b, Heading):
             out.append(f"<h{b.level}>{html.escape(b.text)}</h{b.level}>")
         elif isinstance(b, Para):
-            text = b.text[2:] if b.text.startswith("- ") else b.text
-            tag = "li" if b.text.startswith("- ") else "p"
-            out.append(f"<{tag}>{_html_inline(text)}</{tag}>")
+            out.append(f"<p>{_html_inline(b.text)}</p>")
+        elif isinstance(b, Bullets):
+            out.append("<ul>" + "".join(f"<li>{_html_inline(i)}</li>" for i in b.items)
+                       + "</ul>")
         elif isinstance(b, Table):
             out.append("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in b.header)
                        + "</tr>")
