@@ -5,10 +5,16 @@ struct inode must also compile in every filesystem and driver that uses it.
 This compiles, under allmodconfig, every C file the kernel's patches touch
 plus every C file of the tree matching a pattern (say, the old and new names
 of the field), and reports each file that fails.
+
+The result of a series (base, chinner, piggin) is kept in
+series-NAME/compile-check.json, one entry per pattern, keyed by the digest
+of the patches compiled: it is committed with the series, so a report on a
+machine without the tree still says how far the series was compiled.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -19,6 +25,7 @@ from harness.kernels import kbuild, series, source
 from harness.layout import Layout
 
 CONFIG_TARGET = "allmodconfig"
+RESULT_FILE = "compile-check.json"
 
 
 @dataclass(frozen=True)
@@ -127,6 +134,25 @@ def check(layout: Layout, kernel_name: str, pattern: str | None) -> CompileResul
             broken_upstream = compile_objects(layout, obj, failed, log, env)
             failed = [f for f in failed if f not in broken_upstream]
     modules = (obj / ".config").read_text().count("=m\n")
-    return CompileResult(kernel.name, CONFIG_TARGET, tuple(files), tuple(failed),
-                         tuple(broken_upstream), modules,
-                         str(log_path), round(time.monotonic() - started, 1))
+    result = CompileResult(kernel.name, CONFIG_TARGET, tuple(files), tuple(failed),
+                           tuple(broken_upstream), modules,
+                           str(log_path), round(time.monotonic() - started, 1))
+    if kernel.name in series.SERIES_NAMES:
+        keep(layout, kernel, info, pattern, result)
+    return result
+
+
+def keep(layout: Layout, kernel: series.Kernel, info: source.SourceInfo, pattern: str | None,
+         result: CompileResult) -> Path:
+    """Record the result beside the series, replacing an older one for the same pattern."""
+    path = layout.series_dir(kernel.name) / RESULT_FILE
+    entries = json.loads(path.read_text()) if path.exists() else []
+    entries = [e for e in entries if e.get("grep") != (pattern or "")]
+    entries.append({"kernel": kernel.name, "patch_digest": kernel.patch_digest,
+                    "package_version": info.package_version, "grep": pattern or "",
+                    "config": result.config, "modules_enabled": result.modules_enabled,
+                    "files": list(result.files), "failed": list(result.failed),
+                    "not_in_config": list(result.not_in_config), "seconds": result.seconds,
+                    "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    path.write_text(json.dumps(sorted(entries, key=lambda e: e["grep"]), indent=1) + "\n")
+    return path

@@ -14,6 +14,7 @@ says what the run saw rather than what the checkout holds today.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +78,20 @@ def series_of_run(manifest: dict) -> dict[str, list[dict]]:
     return out
 
 
+def subject_of(path: Path) -> str:
+    """The Subject of a format-patch mail, continuation lines joined, without [PATCH n/m]."""
+    lines = path.read_text(errors="replace").splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("Subject:"):
+            text = line[len("Subject:"):]
+            for more in lines[i + 1:]:
+                if not more.startswith((" ", "\t")):
+                    break
+                text += " " + more.strip()
+            return re.sub(r"^\s*\[PATCH[^]]*\]\s*", "", text).strip()
+    return path.name
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -98,7 +113,8 @@ def patches(layout: Layout, run_dir: Path, manifest: dict) -> dict[str, list[Run
             if copy.is_file() and _sha256(copy) != p["sha256"]:
                 raise PatchMismatch(f"{copy}: sha256 differs from the one manifest.json "
                                     f"recorded for {name}/{p['file']}")
-            found.append(RunPatch(name, index, p["file"], p["sha256"], p.get("subject", ""),
+            found.append(RunPatch(name, index, p["file"], p["sha256"],
+                                  subject_of(copy) if copy.is_file() else p.get("subject", ""),
                                   copy if copy.is_file() else None))
         out[name] = found
     return out
