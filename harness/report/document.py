@@ -266,6 +266,7 @@ class ReportBuilder:
         self.requested_baseline = baseline
         self.charts_dir = run_dir / "charts"
         self.charts_dir.mkdir(exist_ok=True)
+        self.spread = run_inputs.rerun_spread(layout, run_dir)
         self.blocks: list[Block] = []
 
     def chart_stem(self, name: str) -> Path:
@@ -299,7 +300,7 @@ class ReportBuilder:
         return b
 
     def verdict_section(self) -> None:
-        verdicts = evidence.verdicts(self.rows, self.baseline, self.kernels)
+        verdicts = evidence.verdicts(self.rows, self.baseline, self.kernels, self.spread)
         self.blocks.append(Heading(2, "Verdict"))
         self.blocks.append(Para(
             "Per workload and evidence: the baseline's value (mean ± half the 95% interval) "
@@ -430,6 +431,58 @@ class ReportBuilder:
                                       self.kernels)
         self.blocks.append(ChartBlock(chart, "Operations per emulated second at 1 vCPU"))
         self.blocks.append(Table(["workload", "kernel", "rate", "boots", "CoV"], table))
+        self.rerun_subsection()
+
+    def rerun_subsection(self) -> None:
+        """How the -icount verdicts would fare on a rerun, from the measured spread."""
+        self.blocks.append(Heading(3, "Would these verdicts survive a rerun?"))
+        s = self.spread
+        if s is None:
+            self.blocks.append(Para(
+                "**No rerun spread of -icount rates was measured for this checkout** "
+                f"({run_inputs.CHECKOUT_SPREAD}): the -icount verdicts rest on this run's "
+                "own intervals, which with two boots have one degree of freedom. "
+                "`python3 -m harness.run.icount_spread` measures it."))
+            return
+        self.blocks.append(Para(
+            f"The same {s.kernel} perf image booted {s.boots} times under -icount at 1 vCPU, "
+            f"{s.fresh_disks} of them each on an ext4 image made anew (as a fresh clone's "
+            f"run makes its own), {s.measured}, while the host's 1-minute load average was "
+            f"{s.host_load[0]:.1f}-{s.host_load[1]:.1f} (other work running): {s.source}. "
+            "Rerun spread: the coefficient of variation of its rate over those boots. A "
+            "difference between two kernels counts (✓) only where the run's 95% intervals "
+            "separate **and** it exceeds the 95% quantile of what two means of as many boots "
+            "differ by on a rerun (the smallest claimable difference below). The spread is "
+            "of one kernel; the rule assumes the others' is alike."))
+        verdicts = [v for v in evidence.verdicts(self.rows, self.baseline, self.kernels, s)
+                    if v.evidence == "icount"]
+        rows, claimed, kept = [], 0, 0
+        for v in verdicts:
+            spread = v.spread
+            changed = []
+            floor = math.nan
+            for kernel in v.summaries:
+                c = v.comparison(kernel)
+                if c is None:
+                    continue
+                floor = v.min_effect(c) if spread else math.nan
+                before, after = v.outcome_by_intervals(kernel), v.outcome(kernel)
+                claimed += before in ("better", "worse")
+                kept += after in ("better", "worse")
+                if before != after:
+                    changed.append(f"{kernel} {pct(c.change)}: {before} → {after}")
+            rows.append([v.case.label,
+                         f"{spread.relative_sd * 100:.3f}%" if spread else "not measured",
+                         f"{pct(spread.low)} to {pct(spread.high)}" if spread else "",
+                         "n/a" if math.isnan(floor) else f"{floor * 100:.2f}%",
+                         "; ".join(changed) or "none"])
+        self.blocks.append(Table(["workload", "rerun spread (CoV)", "range seen",
+                                  "smallest claimable difference", "verdicts the spread changes"],
+                                 rows))
+        self.blocks.append(Para(
+            f"By the run's intervals alone {claimed} -icount comparisons with {self.baseline} "
+            f"were claimed better or worse; {kept} exceed the rerun spread as well and are "
+            "claimed above. The others are marked ≈: a rerun could turn them either way."))
 
     def retries_section(self) -> None:
         cpus_list = sorted({r.cpus for r in self.rows if r.flavour == "debug"})
@@ -593,7 +646,7 @@ class ReportBuilder:
             for kind, pick in (("exact", "acquisitions/op"), ("icount", "ops/s"),
                                ("tcg", "ops/s")):
                 series: dict[str, list[tuple[float, float, float]]] = {}
-                for v in evidence.verdicts(self.rows, self.baseline, kernels):
+                for v in evidence.verdicts(self.rows, self.baseline, kernels, self.spread):
                     if v.evidence != kind:
                         continue
                     label = v.case.label + (f" ({v.cpus} vCPU)" if kind == "tcg" else "")

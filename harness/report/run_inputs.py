@@ -9,6 +9,10 @@ says what the run saw rather than what the checkout holds today.
                                          copied here the first time a report of the
                                          run is written, each checked against the
                                          sha256 the manifest recorded
+    RUN_DIR/icount-spread.json           the measured rerun spread of -icount rates
+                                         the verdicts were judged with, copied from
+                                         the checkout's results/icount-spread/ the
+                                         first time
 """
 
 from __future__ import annotations
@@ -20,10 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import lockorder
+from harness.analysis import rerun
 from harness.layout import Layout
 
 LOCK_ORDER_DIR = "lock-order"
 SERIES_DIR = "series"
+SPREAD_FILE = "icount-spread.json"
+# The measurement committed with the checkout (harness/run/icount_spread.py).
+CHECKOUT_SPREAD = Path("results") / "icount-spread" / "boots.json"
 
 
 @dataclass(frozen=True)
@@ -118,3 +126,15 @@ def patches(layout: Layout, run_dir: Path, manifest: dict) -> dict[str, list[Run
                                   copy if copy.is_file() else None))
         out[name] = found
     return out
+
+
+def rerun_spread(layout: Layout, run_dir: Path) -> rerun.RerunSpread | None:
+    """The -icount rerun spread this run's report uses: the run's copy, made from the
+    checkout's measurement the first time; None when neither exists."""
+    copy = run_dir / SPREAD_FILE
+    if not copy.is_file():
+        measured = layout.repo / CHECKOUT_SPREAD
+        if not measured.is_file():
+            return None
+        shutil.copy2(measured, copy)
+    return rerun.parse(copy, f"{SPREAD_FILE} of this run (from {CHECKOUT_SPREAD})")
