@@ -129,6 +129,11 @@ def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str]
     from_zero: the y axis starts at 0 (False for changes that can be negative).
     marks: y value -> label of horizontal reference lines (say, a noise band).
     """
+    # A panel without a single value (say, no contentions recorded) has nothing to draw.
+    panels = [(ylabel, values) for ylabel, values in panels
+              if any((g, k) in values for g in groups for k in kernels)]
+    if not panels:
+        raise ChartError(f"{stem}: no values to chart")
     files = []
     for p, (ylabel, values) in enumerate(panels):
         path = stem.with_name(f"{stem.name}.{p}.dat")

@@ -448,7 +448,7 @@ class ReportBuilder:
             f"The same {s.kernel} perf image booted {s.boots} times under -icount at 1 vCPU, "
             f"{s.fresh_disks} of them each on an ext4 image made anew (as a fresh clone's "
             f"run makes its own), {s.measured}, while the host's 1-minute load average was "
-            f"{s.host_load[0]:.1f}-{s.host_load[1]:.1f} (other work running): {s.source}. "
+            f"{s.host_load[0]:.1f}-{s.host_load[1]:.1f}: {s.source}. "
             "Rerun spread: the coefficient of variation of its rate over those boots. A "
             "difference between two kernels counts (✓) only where the run's 95% intervals "
             "separate **and** it exceeds the 95% quantile of what two means of as many boots "
