@@ -34,3 +34,25 @@ def test_files_to_compile(layout):
     # A pattern adds the users the patches did not touch, except other arches'.
     assert compile_check.files_to_compile(layout, base, head, r"\bi_(count|refs)\b") == [
         "fs/btrfs/inode.c", "fs/squashfs/inode.c", "fs/xfs/xfs_trace.c"]
+
+
+def test_a_series_result_is_kept_beside_the_series(layout):
+    import json
+
+    from harness.kernels import series
+    from harness.tests.conftest import INFO, add_patch
+
+    add_patch(layout, "piggin", "0001-a.patch", subject="a", old="line two", new="line 2")
+    kernel = series.resolve(layout, "piggin")
+    result = compile_check.CompileResult("piggin", "allmodconfig", ("fs/a.c", "fs/b.c"),
+                                         ("fs/b.c",), (), 5000, "log", 12.5)
+    path = compile_check.keep(layout, kernel, INFO, None, result)
+    assert path == layout.series_dir("piggin") / compile_check.RESULT_FILE
+    compile_check.keep(layout, kernel, INFO, r"\bi_refs\b", result)
+    again = compile_check.CompileResult("piggin", "allmodconfig", ("fs/a.c",), (), (), 5000,
+                                        "log", 3.0)
+    compile_check.keep(layout, kernel, INFO, None, again)  # replaces the one without pattern
+    entries = json.loads(path.read_text())
+    assert [(e["grep"], e["files"], e["failed"]) for e in entries] == [
+        ("", ["fs/a.c"], []), (r"\bi_refs\b", ["fs/a.c", "fs/b.c"], ["fs/b.c"])]
+    assert all(e["patch_digest"] == kernel.patch_digest for e in entries)
