@@ -403,11 +403,23 @@ class Deck:
         exact = [t for t in duel if t.kernel == second and t.evidence == "exact"]
         n_exact = sum(len(t.better) + len(t.even) + len(t.worse) for t in exact)
         more = sum(len(t.worse) for t in exact)
-        title = (f"Verdict: {first} takes fewer icache locks than {second} in {more} of "
+        title = (f"Verdict: {first} takes fewer locks than {second} in {more} of "
                  f"{n_exact} workloads" if more else
                  f"Verdict: {first} and {second} take as many locks in all {n_exact} workloads")
-        title += (f"; no measurement of this run favours {second}" if not favours else
+        title += (f"; nothing measured favours {second}" if not favours else
                   f"; {second} is better in {favours} cases")
+        counts = evidence.lockdep_counts(r.rows)
+        reports = {k: sum(v for (kk, _, _), v in counts.items() if kk == k) for k in designs}
+        violations = {k: len(r.conformance.get(k, {}).get("violations", [])) for k in designs}
+        items.append("lockdep: " + "; ".join(f"{k} {reports[k]} reports, {violations[k]} "
+                                             "lock-order violations" for k in designs))
+        costs = {c.name: c for c in code_cost.costs(r.layout, r.run_dir, r.manifest,
+                                                     r.conformance)}
+        if all(k in costs for k in designs):
+            items.append("code: " + "; ".join(
+                f"{k} +{costs[k].review('added')}/-{costs[k].review('removed')} lines, "
+                f"{costs[k].tree('trylocks'):+d} trylocks, {costs[k].tree('cpu_relax'):+d} "
+                "cpu_relax()" for k in designs))
         return Page(title, [
             Text(f"{second} against {first}, case by case:", size=28),
             Bullets(items, size=28),

@@ -105,7 +105,7 @@ def test_every_slide_renders_with_its_message(run):
                         "in 1 of 1 (+60.0%)"
     assert titles[1] == "chinner: hash, sb_list → i_lock; piggin: i_lock → hash, sb_list"
     assert titles[5] == "Scaling prediction: not in this run"
-    assert titles[9].startswith("Verdict: chinner takes fewer icache locks than piggin in 1 of 1")
+    assert titles[9].startswith("Verdict: chinner takes fewer locks than piggin in 1 of 1")
 
 
 def test_the_scaling_slide_takes_the_reports_prediction(run):
