@@ -264,11 +264,12 @@ class Deck:
             if text is None and isinstance(b, document.Para):
                 text = b.text
         if chart is None and text is None:
+            cores = self.report.manifest["host"]["cpus"]
             return Page("Scaling prediction: not in this run", [
                 Text("This run carries no scaling prediction, so this slide shows none "
-                     "rather than a guess. The measured TCG throughput of a 2-core host cannot "
-                     "show how the designs scale; see the noise table of the report.",
-                     size=30)], self.footer)
+                     f"rather than a guess. The TCG throughput measured on this {cores}-core "
+                     "host cannot show how the designs scale; see the noise table of the "
+                     "report.", size=30)], self.footer)
         parts = []
         if text:
             parts.append(Text(text.replace("**", "").replace("`", ""), size=24))
