@@ -13,72 +13,18 @@ import html
 import json
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import icache
 from harness.analysis import evidence, stats
-from harness.report import charts, code_cost, run_inputs
+from harness.report import charts, code_cost_section, run_inputs
+from harness.report.blocks import (Block, Bullets, ChartBlock, ChartRow, Heading,  # noqa: F401
+                                   Para, Table, fmt, pct)
 from harness.run import tidy
 from harness.layout import Layout
 
 EVIDENCE_SHORT = {"exact": "lock acquisitions/op (exact)", "icount": "1 vCPU -icount rate",
                   "tcg": "TCG throughput", "scaling": "scaling in one boot"}
-
-
-@dataclass
-class Heading:
-    level: int
-    text: str
-
-
-@dataclass
-class Para:
-    text: str  # Markdown subset: **bold**, `code`
-
-
-@dataclass
-class Bullets:
-    items: list[str]  # Markdown subset, as Para
-
-
-@dataclass
-class Table:
-    header: list[str]
-    rows: list[list[str]]
-
-
-@dataclass
-class ChartBlock:
-    chart: charts.Chart
-    caption: str
-
-
-@dataclass
-class ChartRow:
-    """Several charts side by side (HTML) or one after another (Markdown)."""
-    items: list[ChartBlock] = field(default_factory=list)
-
-
-Block = Heading | Para | Bullets | Table | ChartBlock | ChartRow
-
-
-def fmt(value: float, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and (math.isnan(value) or math.isinf(value))):
-        return "n/a"
-    if value == 0:
-        return "0"
-    magnitude = math.floor(math.log10(abs(value)))
-    decimals = max(0, digits - 1 - magnitude)
-    return f"{value:,.{decimals}f}"
-
-
-def pct(change: float) -> str:
-    if math.isnan(change):
-        return "n/a"
-    # -icount separates differences of hundredths of a percent: show them.
-    decimals = 2 if 0 < abs(change) < 0.001 else 1
-    return f"{change * 100:+.{decimals}f}%"
 
 
 def verdict_cells(v: evidence.Verdict, kernels: list[str]) -> list[str]:
@@ -168,90 +114,6 @@ def verdict_table(rows: list[tidy.Row], verdicts: list[evidence.Verdict],
     return Table(header, out)
 
 
-def code_cost_table(costs: list[code_cost.SeriesCost], mainline_doc: int | None) -> Table:
-    """One row per count, one column per series, and what the count is."""
-    def each(value_of) -> list[str]:
-        return [value_of(c) for c in costs]
-
-    def known(value, render=str) -> str:
-        return "n/a" if value is None else render(value)
-
-    tree_note = ("measured from the kernel tree when a report of the run is first written "
-                 f"where build/src exists, then kept in the run's {code_cost.COST_FILE}")
-    rows = [
-        ["patches (review)", *each(lambda c: str(len(c.patches))),
-         "git format-patch files of the series itself"],
-        ["files touched (review)", *each(lambda c: str(len(c.files))),
-         "distinct files its patches change"],
-        ["lines added / removed (review)", *each(lambda c: f"+{c.review('added')} / "
-                                                 f"-{c.review('removed')}"),
-         "git apply --numstat summed over its patches: what a reviewer reads (a line two "
-         "patches change counts twice)"],
-        ["files outside fs/inode.c and include/linux/fs.h (review)",
-         *each(lambda c: str(len([f for f in c.files if f not in code_cost.CORE_FILES]))),
-         "how far the change reaches into filesystems, drivers and other subsystems"],
-        ["lines of /proc/icache_retries instrumentation (review)",
-         *each(lambda c: str(c.review("instrumentation"))),
-         "added lines naming the retry counters this project added to measure the designs: "
-         "not part of either design"],
-        ["checkpatch.pl errors / warnings (review)",
-         *each(lambda c: known(c.checkpatch, lambda v: f"{v[0]} / {v[1]}")),
-         f"scripts/checkpatch.pl --no-tree on each patch; style, not correctness ({tree_note})"],
-        ["trylock call sites (tree)", *each(lambda c: f"{c.tree('trylocks'):+d}"),
-         "calls of *trylock*() added minus removed: places that may not get a lock and must "
-         "back off"],
-        ["retry jumps (tree)", *each(lambda c: f"{c.tree('retry_jumps'):+d}"),
-         "goto again/retry/repeat/restart added minus removed: restart loops"],
-        ["cpu_relax() calls (tree)", *each(lambda c: f"{c.tree('cpu_relax'):+d}"),
-         "busy-wait points added minus removed: spinning until another CPU lets go"],
-        ["locks dropped and re-taken (tree)", *each(lambda c: f"{c.tree('relocks'):+d}"),
-         "an unlock of a lock followed further down the same hunk by a lock of the same "
-         "expression, after minus before; bounded by hunks, so a proxy"],
-        ["icache lock classes lockdep saw (tree)",
-         *each(lambda c: known(c.lock_classes, lambda v: str(len(v)))),
-         "distinct icache lock classes on the lock-order edges lockdep recorded in this run "
-         "(one class per lock, whatever the filesystem)"],
-        ["allowed edges in its lock-order (tree)",
-         *each(lambda c: known(c.allowed_edges, lambda v: f"{v - c.allowed_unseen_roles}"
-                               + (f" (+{c.allowed_unseen_roles} for locks it no longer has)"
-                                  if c.allowed_unseen_roles else ""))),
-         "ROLE -> ROLE lines of the lock-order file the run used: the orders a developer "
-         "must keep in mind; edges naming a lock lockdep never saw in this kernel (bisection "
-         "points only) counted apart"],
-        ["lines of lock-order documentation in fs/inode.c (tree)",
-         *each(lambda c: known(c.lock_doc_lines)),
-         "comment blocks of fs/inode.c that state lock rules or order"
-         + (f"; 6.1 has {mainline_doc}" if mainline_doc is not None else "")
-         + f" ({tree_note})"],
-        ["files compiling under allmodconfig (tree)",
-         *each(lambda c: known(c.compile_check, compile_check_cell)),
-         "C files the kernel's patches touch (and includers of private headers they touch), "
-         "compiled under allmodconfig by make compile-check; from series-NAME/"
-         f"{code_cost.COMPILE_CHECK_FILE} for exactly these patches"],
-    ]
-    return Table(["count", *[c.name for c in costs], "what it counts"], rows)
-
-
-def compile_check_cell(result: dict) -> str:
-    files, failed, skipped = (len(result["files"]), len(result["failed"]),
-                              len(result["not_in_config"]))
-    text = f"{files - failed - skipped} of {files}"
-    if skipped:
-        text += f" ({skipped} fail on pristine 6.1 too)"
-    if result.get("grep"):
-        text += f", with files matching {result['grep']}"
-    return text
-
-
-def checkpatch_of(run_dir: Path, name: str, patch_file: str) -> str:
-    path = run_dir / code_cost.COST_FILE
-    facts = json.loads(path.read_text()) if path.exists() else {}
-    for entry in facts.get("series", {}).get(name, {}).get("checkpatch", []):
-        if entry["file"] == patch_file:
-            return f"{entry['errors']}/{entry['warnings']}"
-    return "n/a"
-
-
 class ReportBuilder:
     def __init__(self, layout: Layout, run_dir: Path, baseline: str | None) -> None:
         self.layout = layout
@@ -292,7 +154,8 @@ class ReportBuilder:
         self.retries_section()
         self.lockdep_section()
         self.conformance_section()
-        self.code_cost_section()
+        self.blocks += code_cost_section.section(self.layout, self.run_dir, self.manifest,
+                                                 self.conformance, self.kernels, self.chart_stem)
         self.bisection_section()
         self.noise_section()
         self.environment_section()
@@ -582,55 +445,6 @@ class ReportBuilder:
                 "checked against; the counts of violations below are the run's own."))
         self.blocks.append(Table(["kernel", "icache class edges seen", "not allowed",
                                   "first violations"], table))
-
-    def code_cost_section(self) -> None:
-        costs = code_cost.costs(self.layout, self.run_dir, self.manifest, self.conformance)
-        if not costs:
-            return
-        self.blocks.append(Heading(2, "Cost in code"))
-        self.blocks.append(Para(
-            "What each series costs to review and to keep, counted at report time from the "
-            "patches this run built (kept in the run folder under `series/`). *Review*: the "
-            "series' own patches (chinner and piggin apply on top of base). *Tree*: the kernel "
-            "against pristine 6.1 (base's patches and the series'). The counts are proxies "
-            "that point at code to read; none of them is a verdict on its own."))
-        self.blocks.append(code_cost_table(costs, code_cost.mainline_lock_doc_lines(
-            self.run_dir)))
-        for c in costs:
-            outside = [f for f in c.files if f not in code_cost.CORE_FILES]
-            if outside:
-                self.blocks.append(Para(f"{c.name} touches outside fs/inode.c and "
-                                        f"include/linux/fs.h: " + ", ".join(
-                                            f"`{f}`" for f in outside) + "."))
-            if c.missing:
-                self.blocks.append(Para(f"**{c.name}: the run folder lacks "
-                                        f"{', '.join(c.missing)} and the checkout's copy "
-                                        "differs, so its counts leave them out.**"))
-        self.blocks.append(Table(
-            ["series", "patch", "files", "lines +", "lines -", "trylock", "retry jumps",
-             "cpu_relax", "relocks", "checkpatch errors/warnings"],
-            [[c.name, f"{p.index}: {p.subject or p.file}", str(len(n.files)), str(n.added),
-              str(n.removed), str(n.trylocks), str(n.retry_jumps), str(n.cpu_relax),
-              str(n.relocks), checkpatch_of(self.run_dir, c.name, p.file)]
-             for c in costs for p, n in zip([p for p in c.patches if p.path], c.own)]))
-        groups = [f"{c.name} {p.index}" for c in costs for p in c.patches if p.path]
-        values = {}
-        for c in costs:
-            for p, n in zip([p for p in c.patches if p.path], c.own):
-                values[f"{c.name} {p.index}", "lines added"] = n.added
-                values[f"{c.name} {p.index}", "lines removed"] = n.removed
-        legend = ["lines added", "lines removed"]
-        chart = charts.clustered_bars(self.chart_stem("code-cost-patches"),
-                                      "Lines added and removed by each patch", groups, legend,
-                                      [("lines", values)], legend)
-        self.blocks.append(ChartBlock(chart, "Lines each patch adds and removes (git apply "
-                                      "--numstat), in series order"))
-        if not any("@" in k for k in self.kernels):
-            self.blocks.append(Para(
-                "Which patch moved which measured number: this run has no bisection points "
-                "(NAME@K kernels). `make compare KERNELS=\"base chinner@* piggin@*\" "
-                "FLAVOURS=debug BASELINE=base` measures every point and charts each metric "
-                "against the patch number here."))
 
     def bisection_section(self) -> None:
         points = [k for k in self.kernels if "@" in k]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness.analysis import evidence
 from harness.layout import Layout
-from harness.report import charts, code_cost, document, run_inputs
+from harness.report import charts, code_cost, code_cost_section, document, run_inputs
 from harness.report.svg_pages import Bullets, Grid, Page, Picture, Text, SMALL_PX, write_pdf
 
 MAX_SLIDES = 12
@@ -319,7 +319,7 @@ class Deck:
         if not costs:
             return Page("Cost in code: no series in this run", [
                 Text("The run built no patch series.")], self.footer)
-        table = document.code_cost_table(costs, code_cost.mainline_lock_doc_lines(r.run_dir))
+        table = code_cost_section.code_cost_table(costs, code_cost.mainline_lock_doc_lines(r.run_dir))
         keep = ("patches", "lines added", "files outside", "checkpatch", "trylock", "retry",
                 "cpu_relax", "locks dropped", "allowed edges", "lines of lock-order",
                 "files compiling")
@@ -352,7 +352,6 @@ class Deck:
                 self.footer)
         rows, claimed, kept = [], 0, 0
         for v in icount:
-            spread = v.spread
             for k in v.summaries:
                 c = v.comparison(k)
                 if c is None:
