@@ -33,6 +33,10 @@ class CaseSpread:
     relative_sd: float  # sample standard deviation over the boots / their mean
     low: float  # lowest and highest rate seen, relative to the mean
     high: float
+    # The same over the boots that shared the build folder's ext4 image, and over
+    # those that each had a fresh one (None: fewer than 3 such boots).
+    same_image_sd: float | None = None
+    fresh_image_sd: float | None = None
 
     def min_effect(self, n1: int, n2: int) -> float:
         """The smallest relative difference between two means of n1 and n2 boots that
@@ -69,13 +73,22 @@ def parse(path: Path, shown_as: str | None = None) -> RerunSpread:
         if len(values) < 3:
             continue
         mean = statistics.fmean(values)
-        cases[label] = CaseSpread(label, len(values), statistics.stdev(values) / mean,
-                                  min(values) / mean - 1, max(values) / mean - 1)
+        cases[label] = CaseSpread(
+            label, len(values), statistics.stdev(values) / mean, min(values) / mean - 1,
+            max(values) / mean - 1,
+            _relative_sd([b["rates"][label] for b in ok
+                          if label in b["rates"] and b["disk"] != "fresh"]),
+            _relative_sd([b["rates"][label] for b in ok
+                          if label in b["rates"] and b["disk"] == "fresh"]))
     loads = [b["loadavg_before"][0] for b in ok]
     return RerunSpread(shown_as or str(path), kernels[0], len(ok),
                        sum(1 for b in ok if b["disk"] == "fresh"),
                        f"{_when(ok[0]['boot'])} to {_when(ok[-1]['boot'])}",
                        (min(loads), max(loads)), cases)
+
+
+def _relative_sd(values: list[float]) -> float | None:
+    return statistics.stdev(values) / statistics.fmean(values) if len(values) >= 3 else None
 
 
 def _when(boot: str) -> str:

@@ -312,13 +312,19 @@ class ReportBuilder:
             f"{s.fresh_disks} of them each on an ext4 image made anew (as a fresh clone's "
             f"run makes its own), {s.measured}, while the host's 1-minute load average was "
             f"{s.host_load[0]:.1f}-{s.host_load[1]:.1f}: {s.source}. "
-            "Rerun spread: the coefficient of variation of its rate over those boots. A "
+            "Rerun spread: the coefficient of variation of its rate over all those boots "
+            "(beside it, over the boots that shared one ext4 image and over those that each "
+            "had a fresh one). A "
             "difference between two kernels counts (✓) only where the run's 95% intervals "
             "separate **and** it exceeds the 95% quantile of what two means of as many boots "
             "differ by on a rerun (the smallest claimable difference below). The spread is "
             "of one kernel; the rule assumes the others' is alike."))
         verdicts = [v for v in evidence.verdicts(self.rows, self.baseline, self.kernels, s)
                     if v.evidence == "icount"]
+
+        def share(sd: float | None) -> str:
+            return "n/a" if sd is None else f"{sd * 100:.3f}%"
+
         rows, claimed, kept = [], 0, 0
         for v in verdicts:
             spread = v.spread
@@ -336,10 +342,13 @@ class ReportBuilder:
                     changed.append(f"{kernel} {pct(c.change)}: {before} → {after}")
             rows.append([v.case.label,
                          f"{spread.relative_sd * 100:.3f}%" if spread else "not measured",
+                         share(spread.same_image_sd) if spread else "",
+                         share(spread.fresh_image_sd) if spread else "",
                          f"{pct(spread.low)} to {pct(spread.high)}" if spread else "",
                          "n/a" if math.isnan(floor) else f"{floor * 100:.2f}%",
                          "; ".join(changed) or "none"])
-        self.blocks.append(Table(["workload", "rerun spread (CoV)", "range seen",
+        self.blocks.append(Table(["workload", "rerun spread (CoV)", "same ext4 image",
+                                  "fresh ext4 images", "range seen",
                                   "smallest claimable difference", "verdicts the spread changes"],
                                  rows))
         self.blocks.append(Para(

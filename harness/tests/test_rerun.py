@@ -92,7 +92,7 @@ def test_report_shows_how_a_verdict_changes_on_a_rerun(tmp_path):
                     results=tmp_path / "results")
     text = document.write(layout, run, "mainline")[0].read_text()
     section = text.split("### Would these verdicts survive a rerun?")[1].split("\n## ")[0]
-    assert "| create-unlink on tmpfs | 3.685% | -5.5% to +4.4% | 9.47% |" in section
+    assert "| create-unlink on tmpfs | 3.685% | 4.956% | 3.014% | -5.5% to +4.4% | 9.47% |" in section
     assert "base -0.7%: worse → even" in section
     assert "1 -icount comparisons with mainline were claimed better or worse; 0 exceed" in section
     # The run keeps the spread it was judged with.
