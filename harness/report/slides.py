@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import datetime
 from pathlib import Path
 
 from harness.analysis import evidence
@@ -462,7 +463,8 @@ def write(layout: Layout, run_dir: Path, baseline: str | None = None) -> Path:
     if len(pages) > MAX_SLIDES:
         raise DeckError(f"{len(pages)} slides: a 15-minute slot takes at most {MAX_SLIDES}")
     target = run_dir / "slides.pdf"
-    write_pdf(pages, deck.folder, target)
+    created = datetime.strptime(deck.report.manifest["created"], "%Y-%m-%dT%H:%M:%S%z")
+    write_pdf(pages, deck.folder, target, int(created.timestamp()))
     (deck.folder / "titles.json").write_text(json.dumps([p.title for p in pages], indent=1)
                                              + "\n")
     return target

@@ -2,14 +2,15 @@
 
 A page is 1600 x 900 (16:9). Parts are stacked from the top under a title:
 paragraphs and lists wrap to the page width, tables shrink their type until
-they fit, pictures share the height that is left. rsvg-convert (librsvg2-bin)
-turns each page into a PDF page, embedded SVG charts stay vectors, and
-pdfunite (poppler-utils) joins the pages.
+they fit, pictures share the height that is left. One rsvg-convert
+(librsvg2-bin) call turns the pages into one PDF, embedded SVG charts
+staying vectors.
 """
 
 from __future__ import annotations
 
 import html
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -214,12 +215,14 @@ def render(page: Page, number: int, total: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_pdf(pages: list[Page], folder: Path, target: Path) -> list[Path]:
-    """Each page as folder/NN.svg and NN.pdf (pictures must be in folder), joined into target."""
-    for tool, package in (("rsvg-convert", "librsvg2-bin"), ("pdfunite", "poppler-utils")):
-        if not shutil.which(tool):
-            raise PageError(f"{tool} not found: apt-get install {package}")
-    pdfs = []
+def write_pdf(pages: list[Page], folder: Path, target: Path, created: int) -> list[Path]:
+    """Each page as folder/NN.svg (pictures must be in folder), all of them in one PDF.
+
+    created: the PDF's creation time (seconds since the epoch); with it fixed, the same
+    pages make the same bytes, so a regenerated deck changes only when a slide does."""
+    if not shutil.which("rsvg-convert"):
+        raise PageError("rsvg-convert not found: apt-get install librsvg2-bin")
+    svgs = []
     for number, page in enumerate(pages, 1):
         for part in page.parts:
             for path in part.paths if isinstance(part, Picture) else []:
@@ -227,14 +230,11 @@ def write_pdf(pages: list[Page], folder: Path, target: Path) -> list[Path]:
                     raise PageError(f"{path}: pictures of a page must be in {folder}")
         svg = folder / f"{number:02d}.svg"
         svg.write_text(render(page, number, len(pages)))
-        pdf = svg.with_suffix(".pdf")
-        done = subprocess.run(["rsvg-convert", "-f", "pdf", "-o", str(pdf), str(svg)],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise PageError(f"rsvg-convert {svg} failed: {done.stderr.strip()}")
-        pdfs.append(pdf)
-    joined = subprocess.run(["pdfunite", *map(str, pdfs), str(target)], capture_output=True,
-                            text=True)
-    if joined.returncode != 0:
-        raise PageError(f"pdfunite {target} failed: {joined.stderr.strip()}")
-    return pdfs
+        svgs.append(svg)
+    # cairo, under rsvg-convert, dates the PDF from SOURCE_DATE_EPOCH when it is set.
+    done = subprocess.run(["rsvg-convert", "-f", "pdf", "-o", str(target), *map(str, svgs)],
+                          capture_output=True, text=True,
+                          env=dict(os.environ, SOURCE_DATE_EPOCH=str(created)))
+    if done.returncode != 0:
+        raise PageError(f"rsvg-convert {folder} failed: {done.stderr.strip()}")
+    return svgs

@@ -106,6 +106,9 @@ def test_every_slide_renders_with_its_message(run):
     assert titles[1] == "chinner: hash, sb_list → i_lock; piggin: i_lock → hash, sb_list"
     assert titles[5] == "Scaling prediction: not in this run"
     assert titles[9].startswith("Verdict: chinner takes fewer locks than piggin in 1 of 1")
+    # The same run makes the same deck, byte for byte: a regenerated deck is no churn.
+    first = pdf.read_bytes()
+    assert slides.write(layout, folder, "mainline").read_bytes() == first
 
 
 def test_the_scaling_slide_takes_the_reports_prediction(run):
@@ -126,7 +129,7 @@ def test_the_scaling_slide_takes_the_reports_prediction(run):
 def test_a_page_that_says_too_much_is_refused(tmp_path):
     page = svg_pages.Page("Too much", [svg_pages.Text("word " * 2000)])
     with pytest.raises(svg_pages.PageError, match="slide 1 .'Too much'. overflows"):
-        svg_pages.write_pdf([page], tmp_path, tmp_path / "deck.pdf")
+        svg_pages.write_pdf([page], tmp_path, tmp_path / "deck.pdf", 0)
 
 
 def test_glance_counts_agree_with_the_tallies(run):
