@@ -105,7 +105,6 @@ def check(layout: Layout, kernel_name: str, pattern: str | None) -> CompileResul
     obj = layout.build / "obj-allmod"
     obj.mkdir(parents=True, exist_ok=True)
     log_path = obj / f"compile-check-{kernel.name.replace('@', '_at_')}.log"
-    started = time.monotonic()
     env = kbuild.build_env(layout)
     compiled = 0
 
@@ -116,6 +115,7 @@ def check(layout: Layout, kernel_name: str, pattern: str | None) -> CompileResul
             progress.say(f"  compiled {compiled}/{len(files)}: {line.split()[-1]}")
 
     with kbuild.build_lock(layout), open(log_path, "w") as log:
+        started = time.monotonic()  # the time compiling, not the wait for the lock
         commit = series.checkout(layout, info, kernel)
         files = files_to_compile(layout, info.tag, commit, pattern)
         progress.say(f"compile-check {kernel.name}: {len(files)} C files under "
