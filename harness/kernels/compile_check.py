@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,13 +59,30 @@ def matching_files(layout: Layout, pattern: str) -> set[str]:
 def includers(layout: Layout, header: str) -> set[str]:
     """C files including a header; the code of a trace or private header is
     compiled only there. Headers of include/linux and include/uapi are
-    included nearly everywhere, so the C files already chosen cover them."""
+    included nearly everywhere, so the C files already chosen cover them.
+
+    A name alone is not enough: fs/internal.h and mm/internal.h are both
+    "internal.h". An #include "..." resolves against the including file's
+    folder, an #include <...> against include/ (and arch/x86/include/)."""
     if header.startswith(("include/linux/", "include/uapi/")):
         return set()
     name = header.rsplit("/", 1)[-1].replace(".", r"\.")
-    out = source.git(layout.src, "grep", "-l", "-E", f'#include [<"]([^>"]*/)?{name}[>"]',
+    out = source.git(layout.src, "grep", "-E", f'#include [<"]([^>"]*/)?{name}[>"]',
                      "--", "*.c", check=False)
-    return set(out.stdout.split())
+    found = set()
+    for line in out.stdout.splitlines():
+        path, _, text = line.partition(":")
+        match = re.search(r'#include ([<"])([^>"]+)[>"]', text)
+        if match and header in resolutions(path, match.group(1), match.group(2)):
+            found.add(path)
+    return found
+
+
+def resolutions(c_file: str, bracket: str, included: str) -> set[str]:
+    """The tree paths an #include of a C file can name."""
+    if bracket == '"':
+        return {posixpath.normpath(posixpath.join(posixpath.dirname(c_file), included))}
+    return {posixpath.join(root, included) for root in ("include", "arch/x86/include")}
 
 
 def files_to_compile(layout: Layout, base_commit: str, commit: str,

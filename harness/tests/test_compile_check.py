@@ -36,6 +36,23 @@ def test_files_to_compile(layout):
         "fs/btrfs/inode.c", "fs/squashfs/inode.c", "fs/xfs/xfs_trace.c"]
 
 
+def test_a_private_header_is_found_by_path_not_by_name(layout):
+    write(layout, "fs/internal.h", "old\n")
+    write(layout, "mm/internal.h", "other\n")
+    write(layout, "fs/super.c", '#include "internal.h"\n')
+    write(layout, "fs/nfs/inode.c", '#include "../internal.h"\n')
+    write(layout, "mm/vmscan.c", '#include "internal.h"\n')
+    write(layout, "include/trace/events/filelock.h", "old\n")
+    write(layout, "fs/locks.c", "#include <trace/events/filelock.h>\n")
+    base = commit_all(layout, "base")
+    write(layout, "fs/internal.h", "new\n")
+    write(layout, "include/trace/events/filelock.h", "new\n")
+    head = commit_all(layout, "series")
+    # mm/vmscan.c includes mm/internal.h, which the series did not touch.
+    assert compile_check.files_to_compile(layout, base, head, None) == [
+        "fs/locks.c", "fs/nfs/inode.c", "fs/super.c"]
+
+
 def test_a_series_result_is_kept_beside_the_series(layout):
     import json
 
