@@ -3,6 +3,7 @@
 #   make compare   [KERNELS="mainline base ..."] [CPUS="1 2"] [REPEAT=3] [WORKLOADS=default|all|names]
 #   make kernels   [KERNELS=...]        build (or find cached) perf and debug images
 #   make bisect-check SERIES=NAME       every patch of a series builds, boots, passes checkpatch
+#   make slides    [RUN_DIR=...]        slides.pdf of a run (default: the latest)
 #   make test                           unit tests and the end-to-end boot test
 #   make clean                          remove build/ (kernel tree, objects, images)
 #
@@ -31,10 +32,10 @@ V ?=
 HARNESS = $(PYTHON) -m harness
 PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static fio gnuplot-nox \
 	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs xfsprogs gcc make \
-	gcc-powerpc64-linux-gnu
+	gcc-powerpc64-linux-gnu librsvg2-bin poppler-utils
 DEPS_STAMP = build/.deps-$(shell echo $(PACKAGES) | md5sum | cut -c1-8)
 
-.PHONY: compare soak report reference kernels bisect-check compile-check test unit-test clean deps check-workloads
+.PHONY: compare soak report slides reference kernels bisect-check compile-check test unit-test clean deps check-workloads
 
 compare: $(DEPS_STAMP) check-workloads
 	$(HARNESS) compare --kernels $(KERNELS) --cpus $(CPUS) \
@@ -50,6 +51,10 @@ soak: $(DEPS_STAMP) check-workloads
 
 report:
 	$(HARNESS) report $(RUN_DIR) $(if $(BASELINE),--baseline $(BASELINE))
+
+# A PDF deck (at most 12 slides) of the latest run or RUN_DIR: RUN_DIR/slides.pdf.
+slides: $(DEPS_STAMP)
+	$(HARNESS) slides $(RUN_DIR) --baseline $(BASELINE)
 
 # Publish the latest run (or RUN_DIR) as the committed reference run.
 reference:

@@ -6,6 +6,7 @@
     compare [--kernels ...] [--cpus ...] ...          the measurement matrix, then its report
     soak --duration 2h [--kernels ...] ...            random mixes on debug/sanitize kernels
     report [RUN_DIR] [--baseline K]                   report.md and report.html of a run
+    slides [RUN_DIR] [--baseline K]                   slides.pdf of a run
     reference [RUN_DIR] | --check                     publish a run as results/reference
     bisect-check SERIES                               every patch builds, boots, checkpatch
     compile-check KERNEL [--grep RE]                  touched files compile under allmodconfig
@@ -29,7 +30,7 @@ from harness.boot import channel, qemu, runner
 from harness.guest import initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
-from harness.report import charts, document, reference
+from harness.report import charts, document, reference, slides, svg_pages
 from harness.run import compare, matrix, soak
 from harness.layout import default_layout, slug
 
@@ -204,6 +205,15 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_slides(args) -> int:
+    layout = default_layout()
+    run_dir = Path(args.run_dir) if args.run_dir else layout.results / "latest"
+    if not (run_dir / "tidy.tsv").exists():
+        raise FileNotFoundError(f"{run_dir}: no tidy.tsv (not a run folder)")
+    progress.say(f"slides: {slides.write(layout, run_dir.resolve(), args.baseline)}")
+    return 0
+
+
 def cmd_reference(args) -> int:
     layout = default_layout()
     if args.check:
@@ -321,6 +331,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", help="default: mainline")
     p.set_defaults(func=cmd_report)
 
+    p = sub.add_parser("slides", help="write slides.pdf of a run folder")
+    p.add_argument("run_dir", nargs="?", help="default: results/latest")
+    p.add_argument("--baseline", default="mainline")
+    p.set_defaults(func=cmd_slides)
+
     p = sub.add_parser("reference", help="publish a run as results/reference, or --check it")
     p.add_argument("run_dir", nargs="?", help="default: results/latest")
     p.add_argument("--check", action="store_true",
@@ -356,7 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 ERRORS = (series.SeriesError, kbuild.BuildError, workloads.WorkloadError, source.SourceError,
           initramfs.GuestError, qemu.QemuError, charts.ChartError, reference.ReferenceError,
-          FileNotFoundError)
+          slides.DeckError, svg_pages.PageError, FileNotFoundError)
 
 
 def _terminated(signum, frame) -> None:

@@ -5,10 +5,13 @@ host (docs/design.md section 6):
 
   exact     icache lock acquisitions per operation (debug flavour): counts,
             identical across boots, any difference is real;
-  icount    operations per emulated second at 1 vCPU under -icount: repeatable
-            to ~0.2%, the single-thread cost;
-  tcg       throughput at N vCPUs in plain TCG: 13-40% boot-to-boot noise,
-            significant only when the 95% intervals do not overlap.
+  icount    operations per emulated second at 1 vCPU under -icount: the
+            single-thread cost, repeatable for most workloads but not all (a
+            few depend on the ext4 image and on I/O timing), so a difference
+            counts only beyond the rerun spread measured for its workload
+            (analysis/rerun.py) as well as outside the run's own intervals;
+  tcg       throughput at N vCPUs in plain TCG: wall time, noisy, significant
+            only when the 95% intervals do not overlap.
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from harness.analysis import stats
+from harness.analysis import rerun, stats
 from harness.run.tidy import Row
 
 EVIDENCE = {
     "exact": "icache lock acquisitions per operation (exact counts, debug kernels)",
-    "icount": "single-thread rate at 1 vCPU under -icount (emulated time, ~0.2% noise)",
+    "icount": "single-thread rate at 1 vCPU under -icount (emulated time; a difference counts "
+              "only where the intervals separate and it exceeds the rerun spread of its "
+              "workload)",
     "tcg": "throughput under TCG (wall time, noisy)",
     "scaling": "throughput of N workers over 1 worker in the same boot (TCG; boot-to-boot "
                "noise cancels)",
@@ -62,6 +67,7 @@ class Verdict:
     higher_is_better: bool
     summaries: dict[str, stats.Summary]  # kernel -> summary
     baseline: str
+    spread: rerun.CaseSpread | None = None  # -icount: how far a rerun moves this case
 
     @property
     def winner(self) -> str:
@@ -88,16 +94,33 @@ class Verdict:
         """Against the baseline: better or worse (an exact count that is not the
         same, a timed figure whose interval separates), even (the same count, or
         inside the noise), or unclaimed (one boot on a side, no interval)."""
+        return self._outcome(kernel, rerun_rule=True)
+
+    def outcome_by_intervals(self, kernel: str) -> str:
+        """The outcome by the run's own intervals alone, as before the rerun rule."""
+        return self._outcome(kernel, rerun_rule=False)
+
+    def _outcome(self, kernel: str, rerun_rule: bool) -> str:
         c = self.comparison(kernel)
         if self.evidence == "exact":
             decided = not self.same(kernel, self.baseline)
         elif c.candidate.n < 2 or c.baseline.n < 2:
             return "unclaimed"
         else:
-            decided = c.significant
+            decided = c.significant and (not rerun_rule or self.beyond_rerun(c))
         if not decided:
             return "even"
         return "better" if (c.change > 0) == self.higher_is_better else "worse"
+
+    def min_effect(self, c: stats.Comparison) -> float | None:
+        """The rerun spread of this case for these sample sizes (None: not measured)."""
+        if self.spread is None:
+            return None
+        return self.spread.min_effect(c.candidate.n, c.baseline.n)
+
+    def beyond_rerun(self, c: stats.Comparison) -> bool:
+        floor = self.min_effect(c)
+        return floor is None or abs(c.change) > floor
 
     @property
     def decided(self) -> bool:
@@ -106,7 +129,7 @@ class Verdict:
         others = [k for k in self.summaries if k not in self.leaders]
         for kernel in others:
             c = stats.Comparison(best, self.summaries[kernel])
-            if not (c.significant or self.evidence == "exact"):
+            if not (self.evidence == "exact" or (c.significant and self.beyond_rerun(c))):
                 return False
         return bool(others)
 
@@ -196,7 +219,10 @@ def hottest_lock(figures: dict[tuple[str, str, str], float], kernel: str) -> tup
     return role, {m: figures.get((kernel, role, m), math.nan) for m in LOCK_METRICS}
 
 
-def verdicts(rows: list[Row], baseline: str, kernel_order: list[str] | None = None) -> list[Verdict]:
+def verdicts(rows: list[Row], baseline: str, kernel_order: list[str] | None = None,
+             spread: rerun.RerunSpread | None = None) -> list[Verdict]:
+    """spread: the measured rerun spread of -icount rates; without it an -icount
+    difference is judged by the run's own intervals alone."""
     out = []
     cpus_debug = sorted({r.cpus for r in rows if r.flavour == "debug"})
     mode = plain_mode(rows)
@@ -210,7 +236,8 @@ def verdicts(rows: list[Row], baseline: str, kernel_order: list[str] | None = No
         summaries, unit = throughput(rows, case, "tcg-icount", 1)
         if summaries:
             out.append(Verdict(case, "icount", 1, unit, True,
-                               _ordered(summaries, kernel_order), baseline))
+                               _ordered(summaries, kernel_order), baseline,
+                               spread.cases.get(case.label) if spread else None))
         for cpus in cpus_timed:
             summaries, unit = throughput(rows, case, mode, cpus)
             if summaries:

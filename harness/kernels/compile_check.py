@@ -11,11 +11,19 @@ build. Those of an architecture listed in CROSS are compiled under that
 architecture's allmodconfig with Debian's cross compiler (the Makefile's
 PACKAGES installs it); the others, or all of them when the cross compiler
 is missing, are listed as unchecked, never dropped silently.
+
+The result of a series (base, chinner, piggin) is kept in
+series-NAME/compile-check.json, one entry per pattern, keyed by the digest
+of the patches compiled: it is committed with the series, so a report on a
+machine without the tree still says how far the series was compiled.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import posixpath
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -26,6 +34,7 @@ from harness.kernels import kbuild, series, source
 from harness.layout import Layout, slug
 
 CONFIG_TARGET = "allmodconfig"
+RESULT_FILE = "compile-check.json"
 
 
 @dataclass(frozen=True)
@@ -73,13 +82,30 @@ def matching_files(layout: Layout, pattern: str) -> set[str]:
 def includers(layout: Layout, header: str) -> set[str]:
     """C files including a header; the code of a trace or private header is
     compiled only there. Headers of include/linux and include/uapi are
-    included nearly everywhere, so the C files already chosen cover them."""
+    included nearly everywhere, so the C files already chosen cover them.
+
+    A name alone is not enough: fs/internal.h and mm/internal.h are both
+    "internal.h". An #include "..." resolves against the including file's
+    folder, an #include <...> against include/ (and arch/x86/include/)."""
     if header.startswith(("include/linux/", "include/uapi/")):
         return set()
     name = header.rsplit("/", 1)[-1].replace(".", r"\.")
-    out = source.git(layout.src, "grep", "-l", "-E", f'#include [<"]([^>"]*/)?{name}[>"]',
+    out = source.git(layout.src, "grep", "-E", f'#include [<"]([^>"]*/)?{name}[>"]',
                      "--", "*.c", check=False)
-    return set(out.stdout.split())
+    found = set()
+    for line in out.stdout.splitlines():
+        path, _, text = line.partition(":")
+        match = re.search(r'#include ([<"])([^>"]+)[>"]', text)
+        if match and header in resolutions(path, match.group(1), match.group(2)):
+            found.add(path)
+    return found
+
+
+def resolutions(c_file: str, bracket: str, included: str) -> set[str]:
+    """The tree paths an #include of a C file can name."""
+    if bracket == '"':
+        return {posixpath.normpath(posixpath.join(posixpath.dirname(c_file), included))}
+    return {posixpath.join(root, included) for root in ("include", "arch/x86/include")}
 
 
 def all_c_files(layout: Layout, base_commit: str, commit: str,
@@ -157,7 +183,6 @@ def check(layout: Layout, kernel_name: str, pattern: str | None) -> CompileResul
     obj = layout.allmod_objects
     obj.mkdir(parents=True, exist_ok=True)
     log_path = obj / f"compile-check-{slug(kernel.name)}.log"
-    started = time.monotonic()
     env = kbuild.build_env(layout)
     compiled = 0
     total = 0
@@ -169,6 +194,7 @@ def check(layout: Layout, kernel_name: str, pattern: str | None) -> CompileResul
             progress.say(f"  compiled {compiled}/{total}: {line.split()[-1]}")
 
     with kbuild.build_lock(layout), open(log_path, "w") as log:
+        started = time.monotonic()  # the time compiling, not the wait for the lock
         commit = series.checkout(layout, info, kernel)
         files = files_to_compile(layout, info.tag, commit, pattern)
         others = other_arch_files(layout, info.tag, commit, pattern)
@@ -220,7 +246,28 @@ def check(layout: Layout, kernel_name: str, pattern: str | None) -> CompileResul
                 failed += [f for f in paths if f not in upstream]
     modules = (obj / ".config").read_text().count("=m\n")
     all_files = files + [f for paths in cross_checked.values() for f in paths]
-    return CompileResult(kernel.name, CONFIG_TARGET, tuple(all_files), tuple(failed),
-                         tuple(broken_upstream), modules,
-                         str(log_path), round(time.monotonic() - started, 1),
-                         cross_checked=cross_checked, unchecked=tuple(unchecked))
+    result = CompileResult(kernel.name, CONFIG_TARGET, tuple(all_files), tuple(failed),
+                           tuple(broken_upstream), modules,
+                           str(log_path), round(time.monotonic() - started, 1),
+                           cross_checked=cross_checked, unchecked=tuple(unchecked))
+    if kernel.name in series.SERIES_NAMES:
+        keep(layout, kernel, info, pattern, result)
+    return result
+
+
+def keep(layout: Layout, kernel: series.Kernel, info: source.SourceInfo, pattern: str | None,
+         result: CompileResult) -> Path:
+    """Record the result beside the series, replacing an older one for the same pattern."""
+    path = layout.series_dir(kernel.name) / RESULT_FILE
+    entries = json.loads(path.read_text()) if path.exists() else []
+    entries = [e for e in entries if e.get("grep") != (pattern or "")]
+    entries.append({"kernel": kernel.name, "patch_digest": kernel.patch_digest,
+                    "package_version": info.package_version, "grep": pattern or "",
+                    "config": result.config, "modules_enabled": result.modules_enabled,
+                    "files": list(result.files), "failed": list(result.failed),
+                    "not_in_config": list(result.not_in_config),
+                    "cross_checked": result.cross_checked, "unchecked": list(result.unchecked),
+                    "seconds": result.seconds,
+                    "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    path.write_text(json.dumps(sorted(entries, key=lambda e: e["grep"]), indent=1) + "\n")
+    return path

@@ -38,17 +38,31 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _render(stem: Path, body: str, size: tuple[int, int], title: str) -> Chart:
+@dataclass(frozen=True)
+class Style:
+    """Type and canvas of a chart: the report's by default; slides ask for large type
+    on a fixed canvas so a projector shows the labels."""
+    font: str = FONT
+    size: tuple[int, int] | None = None  # None: the chart's own size for its content
+    line_width: int = 2
+
+
+REPORT = Style()
+
+
+def _render(stem: Path, body: str, size: tuple[int, int], title: str,
+            style: Style = REPORT) -> Chart:
     """Run one gnuplot body twice: PNG and SVG."""
     if not shutil.which("gnuplot"):
         raise ChartError("gnuplot not found: apt-get install gnuplot-nox")
-    w, h = size
+    w, h = style.size or size
+    font = style.font
     script = "\n".join([
-        f"set terminal pngcairo size {w},{h} font {_quote(FONT)} noenhanced",
+        f"set terminal pngcairo size {w},{h} font {_quote(font)} noenhanced",
         f"set output {_quote(str(stem.with_suffix('.png')))}",
         body,
         "unset multiplot",
-        f"set terminal svg size {w},{h} font {_quote(FONT)} noenhanced background rgb 'white'",
+        f"set terminal svg size {w},{h} font {_quote(font)} noenhanced background rgb 'white'",
         f"set output {_quote(str(stem.with_suffix('.svg')))}",
         body,
         "unset multiplot",
@@ -69,7 +83,8 @@ def _colours(kernels: list[str], all_kernels: list[str]) -> list[str]:
 
 def lines_with_errors(stem: Path, title: str, xlabel: str, ylabel: str,
                       series: dict[str, list[tuple[float, float, float]]],
-                      all_kernels: list[str], xtics: list[str] | None = None) -> Chart:
+                      all_kernels: list[str], xtics: list[str] | None = None,
+                      style: Style = REPORT) -> Chart:
     """One line per series: points (x, mean, half-width of the 95% interval)."""
     names = list(series)
     blocks = []
@@ -83,7 +98,7 @@ def lines_with_errors(stem: Path, title: str, xlabel: str, ylabel: str,
     stem.with_suffix(".dat").write_text("\n\n\n".join(blocks) + "\n")
     colours = _colours(names, all_kernels)
     plots = [f"{_quote(str(stem.with_suffix('.dat')))} index {i} using 1:2:3 with yerrorlines "
-             f"lw 2 pt 7 lc rgb {_quote(c)} title {_quote(n)}"
+             f"lw {style.line_width} pt 7 lc rgb {_quote(c)} title {_quote(n)}"
              for i, (n, c) in enumerate(zip(names, colours))]
     tics = ""
     if xtics:
@@ -98,7 +113,7 @@ def lines_with_errors(stem: Path, title: str, xlabel: str, ylabel: str,
         f"set ylabel {_quote(ylabel)}", "set grid ytics", "set key outside right top",
         "set yrange [0:*]", "set offsets 0.2, 0.2, graph 0.1, 0", tics,
         "plot " + ", \\\n  ".join(plots)])
-    return _render(stem, body, (760, 420), title)
+    return _render(stem, body, (760, 420), title, style)
 
 
 MAX_WIDTH = 2400  # pixels
@@ -106,11 +121,19 @@ MAX_WIDTH = 2400  # pixels
 
 def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str],
                    panels: list[tuple[str, dict[tuple[str, str], float]]],
-                   all_kernels: list[str]) -> Chart:
+                   all_kernels: list[str], style: Style = REPORT,
+                   from_zero: bool = True, marks: dict[str, float] | None = None) -> Chart:
     """Bars grouped by `groups` (x axis), one bar per kernel, one panel per metric.
 
     panels: (y label, {(group, kernel): value}); a missing value draws no bar.
+    from_zero: the y axis starts at 0 (False for changes that can be negative).
+    marks: y value -> label of horizontal reference lines (say, a noise band).
     """
+    # A panel without a single value (say, no contentions recorded) has nothing to draw.
+    panels = [(ylabel, values) for ylabel, values in panels
+              if any((g, k) in values for g in groups for k in kernels)]
+    if not panels:
+        raise ChartError(f"{stem}: no values to chart")
     files = []
     for p, (ylabel, values) in enumerate(panels):
         path = stem.with_name(f"{stem.name}.{p}.dat")
@@ -125,8 +148,14 @@ def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str]
     body = [f"set multiplot layout {len(panels)},1 title {_quote(title)}",
             "set style data histogram", "set style histogram cluster gap 1",
             "set style fill solid 0.85 border -1", "set boxwidth 0.9", "set grid ytics",
-            "set key outside right top", "set yrange [0:*]", "set xtics nomirror",
-            "set offsets 0, 0, graph 0.1, 0"]
+            "set key outside right top", "set yrange [0:*]" if from_zero else "set yrange [*:*]",
+            "set xtics nomirror", "set offsets 0, 0, graph 0.1, 0" if from_zero
+            else "set offsets 0, 0, graph 0.1, graph 0.1"]
+    for i, (y, label) in enumerate(sorted((marks or {}).items())):
+        body.append(f"set arrow {i + 1} from graph 0, first {y:g} to graph 1, first {y:g} "
+                    "nohead dt 2 lw 2 lc rgb '#555555' front")
+        body.append(f"set label {i + 1} {_quote(label)} at graph 0.005, first {y:g} "
+                    "offset 0, 0.6 tc rgb '#555555' front")
     for (path, ylabel), (_, values) in zip(files, panels):
         # gnuplot refuses a histogram column without any valid point.
         present = [i for i, k in enumerate(kernels) if any((g, k) in values for g in groups)]
@@ -138,7 +167,7 @@ def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str]
         body.insert(1, "set xtics rotate by -35 left")
     height = 200 + 230 * len(panels) + (160 if len(groups) > 8 else 0)
     width = min(MAX_WIDTH, max(760, 120 + 26 * n * max(1, len(groups))))
-    return _render(stem, "\n".join(body), (width, height), title)
+    return _render(stem, "\n".join(body), (width, height), title, style)
 
 
 def lockorder_graph(stem: Path, kernel: str, observed: set[tuple[str, str]],

@@ -1,4 +1,4 @@
-"""The report of a run: Markdown and self-contained HTML, charts beside them.
+"""The report of a run: Markdown and HTML, the charts beside them in charts/.
 
 Order: the verdict table first (which design, for which workload, by how
 much, how sure, on what evidence), then why (lock figures per operation),
@@ -9,72 +9,22 @@ manifest.json, lockorder.json); nothing is re-measured.
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import lockorder
 from harness.analysis import evidence, stats
-from harness.report import charts, scaling_section
+from harness.report import charts, code_cost_section, run_inputs, scaling_section
+from harness.report.blocks import (Block, Bullets, ChartBlock, ChartRow, Heading,  # noqa: F401
+                                   Para, Table, fmt, outcome_cell, pct)
 from harness.run import tidy
 from harness.layout import Layout
 
 EVIDENCE_SHORT = {"exact": "lock acquisitions/op (exact)", "icount": "1 vCPU -icount rate",
                   "tcg": "TCG throughput", "scaling": "scaling in one boot"}
-
-
-@dataclass
-class Heading:
-    level: int
-    text: str
-
-
-@dataclass
-class Para:
-    text: str  # Markdown subset: **bold**, `code`
-
-
-@dataclass
-class Table:
-    header: list[str]
-    rows: list[list[str]]
-
-
-@dataclass
-class ChartBlock:
-    chart: charts.Chart
-    caption: str
-
-
-@dataclass
-class ChartRow:
-    """Several charts side by side (HTML) or one after another (Markdown)."""
-    items: list[ChartBlock] = field(default_factory=list)
-
-
-Block = Heading | Para | Table | ChartBlock | ChartRow
-
-
-def fmt(value: float, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and (math.isnan(value) or math.isinf(value))):
-        return "n/a"
-    if value == 0:
-        return "0"
-    magnitude = math.floor(math.log10(abs(value)))
-    decimals = max(0, digits - 1 - magnitude)
-    return f"{value:,.{decimals}f}"
-
-
-def pct(change: float) -> str:
-    if math.isnan(change):
-        return "n/a"
-    # -icount separates differences of hundredths of a percent: show them.
-    decimals = 2 if 0 < abs(change) < 0.001 else 1
-    return f"{change * 100:+.{decimals}f}%"
 
 
 def verdict_cells(v: evidence.Verdict, kernels: list[str]) -> list[str]:
@@ -119,15 +69,6 @@ def why_text(rows: list[tidy.Row], v: evidence.Verdict, kernels: list[str]) -> s
             parts.append(f"{kernel}: {role} {fmt(f['acquisitions_per_op'], 2)}/op, "
                          f"held {fmt(f['holdtime_per_op'], 2)} µs/op")
     return "; ".join(parts)
-
-
-def outcome_cell(changes: list[float]) -> str:
-    """How many cases, and the range of their changes."""
-    if not changes:
-        return "0"
-    low, high = min(changes), max(changes)
-    spread = pct(low) if low == high else f"{pct(low)} to {pct(high)}"
-    return f"{len(changes)} ({spread})"
 
 
 def glance_table(verdicts: list[evidence.Verdict], kernels: list[str]) -> Table | None:
@@ -178,6 +119,7 @@ class ReportBuilder:
         self.requested_baseline = baseline
         self.charts_dir = run_dir / "charts"
         self.charts_dir.mkdir(exist_ok=True)
+        self.spread = run_inputs.rerun_spread(layout, run_dir)
         self.blocks: list[Block] = []
         self.scaling = scaling_section.Section(layout, run_dir, self.rows, self.kernels,
                                                self.baseline, self.chart_stem)
@@ -206,6 +148,8 @@ class ReportBuilder:
         self.retries_section()
         self.lockdep_section()
         self.conformance_section()
+        self.blocks += code_cost_section.section(self.layout, self.run_dir, self.manifest,
+                                                 self.conformance, self.kernels, self.chart_stem)
         self.bisection_section()
         self.noise_section()
         self.environment_section()
@@ -213,7 +157,7 @@ class ReportBuilder:
         return b
 
     def verdict_section(self) -> None:
-        verdicts = evidence.verdicts(self.rows, self.baseline, self.kernels)
+        verdicts = evidence.verdicts(self.rows, self.baseline, self.kernels, self.spread)
         self.blocks.append(Heading(2, "Verdict"))
         self.blocks.append(Para(
             "Per workload and evidence: the baseline's value (mean ± half the 95% interval) "
@@ -345,6 +289,67 @@ class ReportBuilder:
                                       self.kernels)
         self.blocks.append(ChartBlock(chart, "Operations per emulated second at 1 vCPU"))
         self.blocks.append(Table(["workload", "kernel", "rate", "boots", "CoV"], table))
+        self.rerun_subsection()
+
+    def rerun_subsection(self) -> None:
+        """How the -icount verdicts would fare on a rerun, from the measured spread."""
+        self.blocks.append(Heading(3, "Would these verdicts survive a rerun?"))
+        s = self.spread
+        if s is None:
+            self.blocks.append(Para(
+                "**No rerun spread of -icount rates was measured for this checkout** "
+                f"({run_inputs.CHECKOUT_SPREAD}): the -icount verdicts rest on this run's "
+                "own intervals, which with two boots have one degree of freedom. "
+                "`python3 -m harness.run.icount_spread` measures it."))
+            return
+        self.blocks.append(Para(
+            f"The same {s.kernel} perf image booted {s.boots} times under -icount at 1 vCPU, "
+            f"{s.fresh_disks} of them each on an ext4 image made anew (as a fresh clone's "
+            f"run makes its own), {s.measured}, while the host's 1-minute load average was "
+            f"{s.host_load[0]:.1f}-{s.host_load[1]:.1f}: {s.source}. "
+            "Rerun spread: the coefficient of variation of its rate over all those boots "
+            "(beside it, over the boots that shared one ext4 image and over those that each "
+            "had a fresh one). A "
+            "difference between two kernels counts (✓) only where the run's 95% intervals "
+            "separate **and** it exceeds the 95% quantile of what two means of as many boots "
+            "differ by on a rerun (the smallest claimable difference below). The spread is "
+            "of one kernel; the rule assumes the others' is alike."))
+        verdicts = [v for v in evidence.verdicts(self.rows, self.baseline, self.kernels, s)
+                    if v.evidence == "icount"]
+
+        def share(sd: float | None) -> str:
+            return "n/a" if sd is None else f"{sd * 100:.3f}%"
+
+        rows, claimed, kept = [], 0, 0
+        for v in verdicts:
+            spread = v.spread
+            changed = []
+            floor = math.nan
+            for kernel in v.summaries:
+                c = v.comparison(kernel)
+                if c is None:
+                    continue
+                floor = v.min_effect(c) if spread else math.nan
+                before, after = v.outcome_by_intervals(kernel), v.outcome(kernel)
+                claimed += before in ("better", "worse")
+                kept += after in ("better", "worse")
+                if before != after:
+                    changed.append(f"{kernel} {pct(c.change)}: {before} → {after}")
+            rows.append([v.case.label,
+                         f"{spread.relative_sd * 100:.3f}%" if spread else "not measured",
+                         share(spread.same_image_sd) if spread else "",
+                         share(spread.fresh_image_sd) if spread else "",
+                         f"{pct(spread.low)} to {pct(spread.high)}" if spread else "",
+                         "n/a" if math.isnan(floor) else f"{floor * 100:.2f}%",
+                         "; ".join(changed) or "none"])
+        self.blocks.append(Table(["workload", "rerun spread (CoV)", "same ext4 image",
+                                  "fresh ext4 images", "range seen",
+                                  "smallest claimable difference", "verdicts the spread changes"],
+                                 rows))
+        self.blocks.append(Para(
+            f"By the run's intervals alone {claimed} -icount comparisons with {self.baseline} "
+            f"were claimed better or worse; {kept} exceed the rerun spread as well and are "
+            "claimed above. The others are marked ≈: a rerun could turn them either way."))
 
     def retries_section(self) -> None:
         cpus_list = sorted({r.cpus for r in self.rows if r.flavour == "debug"})
@@ -409,7 +414,7 @@ class ReportBuilder:
             "Edges among icache lock classes that lockdep recorded (a lock taken while "
             "another was held), mapped to roles, against the series' `lock-order` file. "
             "Red: not allowed by the design; dashed: allowed but not seen in this run."))
-        figures, table = ChartRow(), []
+        figures, table, from_checkout = ChartRow(), [], []
         for kernel in self.kernels:
             info = self.conformance.get(kernel)
             if not info:
@@ -420,16 +425,28 @@ class ReportBuilder:
             for e in info["edges"]:
                 counts[e[2], e[3]] = counts.get((e[2], e[3]), 0) + 1
             allowed: set[tuple[str, str]] = set()
+            shown = "no lock-order file"
             if "lock_order_file" in info:
-                allowed = set(lockorder.parse(self.layout.repo / info["lock_order_file"]).allowed)
+                source = run_inputs.lock_order(self.layout, self.run_dir, kernel,
+                                               info["lock_order_file"])
+                allowed = set(source.order.allowed) if source.order else set()
+                shown = source.shown_as + ("" if source.order else ": missing")
+                if not source.from_run:
+                    from_checkout.append(kernel)
             chart = charts.lockorder_graph(self.chart_stem(f"lockorder-{kernel}"), kernel,
                                            observed, allowed, counts)
-            figures.items.append(ChartBlock(chart, f"{kernel} ({info.get('lock_order_file', 'no lock-order file')})"))
+            figures.items.append(ChartBlock(chart, f"{kernel} ({shown})"))
             violations = info.get("violations", [])
             table.append([kernel, str(len(info["edges"])), str(len(violations)),
                           "; ".join(f"{h} -> {t}" for h, t, _, _ in violations[:5])
                           or ("none" if "lock_order_file" in info else info.get("error", ""))])
         self.blocks.append(figures)
+        if from_checkout:
+            self.blocks.append(Para(
+                f"**This run kept no copy of the lock-order files of {', '.join(from_checkout)}**"
+                f" (no {run_inputs.LOCK_ORDER_DIR}/ in the run folder): the allowed edges drawn "
+                "above come from today's checkout and may differ from those the run was "
+                "checked against; the counts of violations below are the run's own."))
         self.blocks.append(Table(["kernel", "icache class edges seen", "not allowed",
                                   "first violations"], table))
 
@@ -447,7 +464,7 @@ class ReportBuilder:
             for kind, pick in (("exact", "acquisitions/op"), ("icount", "ops/s"),
                                ("tcg", "ops/s")):
                 series: dict[str, list[tuple[float, float, float]]] = {}
-                for v in evidence.verdicts(self.rows, self.baseline, kernels):
+                for v in evidence.verdicts(self.rows, self.baseline, kernels, self.spread):
                     if v.evidence != kind:
                         continue
                     label = v.case.label + (f" ({v.cpus} vCPU)" if kind == "tcg" else "")
@@ -521,13 +538,19 @@ class ReportBuilder:
         m = self.manifest
         notes = []
         if m["accel"] == "tcg":
-            notes.append("All boots ran under TCG (software emulation). Wall-clock throughput "
-                         "varied 13-40% between boots on a quiet host here: read TCG throughput "
-                         "differences only where marked ✓, and rely on exact lock counts and "
-                         "-icount rates for small effects.")
+            covs = [cov for _, _, cov, _ in evidence.noise(self.rows)]
+            varied = (f"Wall-clock throughput varied between boots of one kernel by a "
+                      f"coefficient of variation of {min(covs) * 100:.1f}-{max(covs) * 100:.1f}% "
+                      f"in this run (worst kernel of each timed case, see the noise table)"
+                      if covs else "Wall-clock throughput was measured once per case, so "
+                      "this run cannot say how much it varies between boots")
+            notes.append(f"All boots ran under TCG (software emulation). {varied}: read TCG "
+                         "throughput differences only where marked ✓, and rely on exact lock "
+                         "counts and -icount rates for small effects.")
         if m.get("oversubscribed"):
             notes.append("vCPU counts above the host's cores oversubscribe it: a descheduled "
-                         "lock holder makes waits of 10-100 ms; those timings measure the host.")
+                         "lock holder makes other vCPUs wait for the host's scheduler; those "
+                         "timings measure the host.")
         notes += [
             "Throughput comes from perf kernels (no lock debugging), lock figures from debug "
             "kernels (lockdep, lock_stat); the two are never mixed in one chart.",
@@ -541,8 +564,7 @@ class ReportBuilder:
             "critical section; compare them between kernels, not with production numbers.",
         ]
         self.blocks.append(Heading(2, "Caveats"))
-        for note in notes:
-            self.blocks.append(Para("- " + note))
+        self.blocks.append(Bullets(notes))
 
 
 # -- rendering ------------------------------------------------------------------------------
@@ -562,6 +584,8 @@ def render_markdown(blocks: list[Block], run_dir: Path) -> str:
             out.append("#" * b.level + " " + b.text)
         elif isinstance(b, Para):
             out.append(b.text)
+        elif isinstance(b, Bullets):
+            out.append("\n\n".join("- " + item for item in b.items))
         elif isinstance(b, Table):
             out.append("| " + " | ".join(b.header) + " |")
             out.append("|" + "---|" * len(b.header))
@@ -593,19 +617,22 @@ def render_html(blocks: list[Block], run_dir: Path, title: str) -> str:
            f"</title><style>{CSS}</style></head><body>"]
 
     def figure(f: ChartBlock) -> str:
-        data = base64.b64encode(f.chart.png.read_bytes()).decode()
+        # Linked, not embedded: the PNG files are in the run folder anyway, and
+        # a second copy of each in base64 made a committed run carry every chart twice.
+        png = f.chart.png.relative_to(run_dir)
         svg = f.chart.svg.relative_to(run_dir)
-        return (f"<figure><img alt='{html.escape(f.chart.title)}' src='data:image/png;base64,"
-                f"{data}'><figcaption>{_html_inline(f.caption)} (<a href='{svg}'>SVG</a>)"
+        return (f"<figure><img alt='{html.escape(f.chart.title)}' src='{png}'>"
+                f"<figcaption>{_html_inline(f.caption)} (<a href='{svg}'>SVG</a>)"
                 "</figcaption></figure>")
 
     for b in blocks:
         if isinstance(b, Heading):
             out.append(f"<h{b.level}>{html.escape(b.text)}</h{b.level}>")
         elif isinstance(b, Para):
-            text = b.text[2:] if b.text.startswith("- ") else b.text
-            tag = "li" if b.text.startswith("- ") else "p"
-            out.append(f"<{tag}>{_html_inline(text)}</{tag}>")
+            out.append(f"<p>{_html_inline(b.text)}</p>")
+        elif isinstance(b, Bullets):
+            out.append("<ul>" + "".join(f"<li>{_html_inline(i)}</li>" for i in b.items)
+                       + "</ul>")
         elif isinstance(b, Table):
             out.append("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in b.header)
                        + "</tr>")

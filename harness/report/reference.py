@@ -1,7 +1,8 @@
 """The committed reference run: results/reference/, and whether it is current.
 
 A reference is a run's report, charts, tidy table, lock-order conformance
-and manifest, without the raw boot folders. Its manifest holds the sha256
+and manifest, with the inputs the report reads (lock-order files, patch
+text) and the slide deck, without the raw boot folders. Its manifest holds the sha256
 of every patch each kernel was built from, so staleness is a comparison
 with the series files of the checkout.
 """
@@ -18,9 +19,12 @@ from harness.run import estimate
 from harness.layout import Layout
 
 KEPT = ("report.md", "report.html", "tidy.tsv", "manifest.json", "lockorder.json")
-# Kept when the run has it: the scaling model's predictions and the hash table
-# sizes they used, which the boot folders (not published) no longer give.
-KEPT_IF_PRESENT = ("scaling.json",)
+# What the run used and the report read, where the run has it: the lock-order
+# files, the patch text, the code-cost measurements, the -icount rerun
+# spread, the slide deck, and the scaling model's predictions with the hash
+# table sizes they used (the boot folders, not published, no longer give them).
+KEPT_IF_PRESENT = ("lock-order", "series", "code-cost.json", "icount-spread.json",
+                   "slides.pdf", "scaling.json")
 
 
 class ReferenceError(Exception):
@@ -46,8 +50,13 @@ def publish(layout: Layout, run_dir: Path) -> Path:
     staging = target.with_name("reference.partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    for name in KEPT + tuple(n for n in KEPT_IF_PRESENT if (run_dir / n).exists()):
+    for name in KEPT:
         shutil.copy2(run_dir / name, staging / name)
+    for name in KEPT_IF_PRESENT:
+        if (run_dir / name).is_dir():
+            shutil.copytree(run_dir / name, staging / name)
+        elif (run_dir / name).is_file():
+            shutil.copy2(run_dir / name, staging / name)
     # How long each kind of step took here: a fresh clone's first estimate.
     (staging / estimate.STEP_TIMES).write_text(
         json.dumps(estimate.step_times_of_run(layout, run_dir), indent=1) + "\n")

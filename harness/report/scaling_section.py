@@ -27,7 +27,7 @@ from harness.analysis.scaling_inputs import (HANDOFF_BAND, HANDOFF_NS, NS_PER_IN
                                              NS_PER_INSN_BAND, CaseInputs)
 from harness.layout import Layout
 from harness.report import charts
-from harness.report import document as doc
+from harness.report import blocks as doc
 from harness.run.tidy import Row
 
 MAX_CPUS = 256

@@ -95,3 +95,20 @@ def test_step_times_come_from_the_checkouts_reference_when_results_are_elsewhere
         [{"history": history, "median_s": 7.5, "cells": 4}]))
     assert layout.results != layout.repo / "results"
     assert estimate.StepTimes(layout).step(tuple(history)) == 7.5
+
+
+def test_publish_keeps_what_the_report_reads(layout, tmp_path):
+    run = make_run(tmp_path)
+    for name in ("report.md", "report.html"):
+        (run / name).write_text("r")
+    (run / "charts").mkdir()
+    (run / "lock-order").mkdir()
+    (run / "lock-order" / "piggin.lock-order").write_text("i_lock -> hash\n")
+    (run / "series" / "piggin").mkdir(parents=True)
+    (run / "series" / "piggin" / "0001-a.patch").write_text("patch")
+    (run / "code-cost.json").write_text("{}")
+    target = reference.publish(layout, run)
+    assert (target / "lock-order" / "piggin.lock-order").read_text() == "i_lock -> hash\n"
+    assert (target / "series" / "piggin" / "0001-a.patch").read_text() == "patch"
+    assert (target / "code-cost.json").exists()
+    assert not (target / "slides.pdf").exists()  # this run has no deck

@@ -1,6 +1,7 @@
 """The report of a run folder: verdict first, charts rendered, HTML self-contained."""
 
 import json
+import re
 
 from harness.report import document
 from harness.run import tidy
@@ -66,5 +67,38 @@ def test_report_of_a_run(tmp_path):
         assert png.exists() and png.stat().st_size > 1000, chart
         assert (run / "charts" / f"{chart}.svg").exists()
     html = page.read_text()
-    assert html.count("data:image/png;base64,") >= 5
+    # Charts are linked, not embedded a second time, and every link resolves.
+    assert "base64" not in html
+    links = re.findall(r"<img alt='[^']*' src='([^']+)'>", html)
+    assert len(links) >= 5 and all((run / link).is_file() for link in links)
     assert "<th>workload</th>" in html
+    # A list is a list: every <li> inside a <ul>.
+    assert html.count("<li>") >= 3
+    assert re.sub(r"<ul>(<li>.*?</li>)+</ul>", "", html).count("<li>") == 0
+
+
+def test_report_reads_the_runs_lock_order_files(tmp_path):
+    run = make_run(tmp_path)
+    md, _ = document.write(default_layout(), run, "mainline")
+    # An old run without its own copy says that the checkout's file was drawn.
+    assert "mainline (harness/mainline.lock-order of today's checkout)" in md.read_text()
+    assert "**This run kept no copy of the lock-order files of mainline**" in md.read_text()
+    (run / "lock-order").mkdir()
+    (run / "lock-order" / "mainline.lock-order").write_text("sb_list -> i_lock\nhash -> lru\n")
+    md, _ = document.write(default_layout(), run, "mainline")
+    text = md.read_text()
+    assert "mainline (lock-order/mainline.lock-order of this run)" in text
+    assert "kept no copy" not in text
+    # The run's file, not the checkout's, decides the dashed "allowed" edges.
+    dot = (run / "charts" / "lockorder-mainline.dot").read_text()
+    assert '"hash" -> "lru" [style=dashed' in dot
+    assert '"wb"' not in dot  # the checkout's file allows wb -> i_lock
+
+
+def test_noise_caveat_comes_from_the_run(tmp_path):
+    run = make_run(tmp_path)
+    md, _ = document.write(default_layout(), run, "mainline")
+    caveats = md.read_text().split("## Caveats")[1]
+    assert "13-40%" not in caveats
+    # mainline's three boots: 1000, 1010, 990 (CoV 1.0%); base's 500, 505, 495 (1.0%).
+    assert "coefficient of variation of 1.0-1.0% in this run" in caveats

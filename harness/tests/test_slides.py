@@ -1,0 +1,142 @@
+"""The slide deck of a run: every slide renders, has text, and is not blank.
+
+Checked as a person would: each PDF page rendered to pixels (pdftoppm) and
+read back as text (pdftotext).
+"""
+
+import json
+import subprocess
+
+import pytest
+
+from harness.report import charts, document, slides, svg_pages
+from harness.run import tidy
+from harness.layout import Layout, default_layout
+from harness.tests.test_analysis import row
+from harness.tests.test_code_cost import manifest_for
+
+KERNELS = ("mainline", "base", "chinner", "piggin")
+# icache locks per create+unlink on tmpfs, by kernel: piggin takes i_lock 6 more times.
+LOCKS = {"mainline": {"i_lock": 8.0, "sb_list": 2.0}, "base": {"i_lock": 8.0, "sb_list": 2.0,
+                                                             "global": 3.0},
+         "chinner": {"i_lock": 8.0, "sb_list": 2.0}, "piggin": {"i_lock": 14.0, "sb_list": 2.0}}
+EDGES = {"mainline": [("sb_list", "i_lock")], "base": [("global", "i_lock")],
+         "chinner": [("sb_list", "i_lock"), ("hash", "i_lock")],
+         "piggin": [("i_lock", "sb_list"), ("i_lock", "hash")]}
+CLASS = {"sb_list": "sb_inode_list_lock", "i_lock": "&sb->s_type->i_lock_key#3",
+         "hash": "inode_hash_bucket_lock", "global": "inode_cache_lock"}
+
+
+@pytest.fixture
+def run(tmp_path):
+    """A run of the four kernels: exact counts, -icount, TCG, lock-order edges, and the
+    committed series as its patches; no kernel tree."""
+    layout = Layout(repo=default_layout().repo, build=tmp_path / "build",
+                    ccache=tmp_path / "ccache", results=tmp_path / "results")
+    rows = []
+    for i, kernel in enumerate(KERNELS):
+        for lock, acquisitions in LOCKS[kernel].items():
+            rows.append(row(kernel, "acquisitions_per_op", acquisitions, flavour="debug",
+                            lock=lock, cpus=1))
+            rows.append(row(kernel, "contentions_per_op", 0.0, flavour="debug", lock=lock, cpus=1))
+            rows.append(row(kernel, "holdtime_per_op", acquisitions * 3.5, flavour="debug",
+                            lock=lock, cpus=1))
+        rows.append(row(kernel, "lockdep_reports", 0, flavour="debug", cpus=1))
+        for rep in (1, 2):
+            rows.append(row(kernel, "throughput", 12987.0 - 10 * i + rep, mode="tcg-icount",
+                            cpus=1, rep=rep))
+            for cpus in (1, 2):
+                rows.append(row(kernel, "throughput", 13000.0 * cpus + 300 * rep - 50 * i,
+                                cpus=cpus, rep=rep))
+    folder = tmp_path / "default"
+    folder.mkdir()
+    tidy.write(rows, folder / "tidy.tsv")
+    manifest = manifest_for(layout, list(KERNELS))
+    manifest.update({
+        "created": "2026-12-03T12:47:37+0000", "wall_seconds": 840.0, "accel": "tcg",
+        "host": {"cpus": 2, "qemu": "QEMU emulator version 7.2.22", "kernel": "6.1.0"},
+        "matrix": {"kernels": list(KERNELS), "cpus": [1, 2], "workloads": ["create-unlink"],
+                   "repeat": 2, "debug_repeat": 1, "icount_repeat": 2,
+                   "flavours": ["perf", "debug"]},
+        "oversubscribed": [], "reruns": 0,
+        "boots": [{"directory": f"boots/20261203-1233{i:02d}-{k}-debug-tcg-c1-r1",
+                   "status": "ok", "wall_s": 30.0, "to_init_s": 6.0, "reports": []}
+                  for i, k in enumerate(KERNELS)]})
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    (folder / "lockorder.json").write_text(json.dumps({
+        k: {"lock_order_file": "harness/mainline.lock-order" if k == "mainline"
+            else f"series-{k}/lock-order",
+            "edges": [[CLASS[a], CLASS[b], a, b] for a, b in EDGES[k]],
+            "role_edges": [list(e) for e in EDGES[k]], "violations": []} for k in KERNELS}))
+    return layout, folder
+
+
+def page_pixels(pdf, page):
+    """The share of a page's pixels that are not white, from pdftoppm's PGM."""
+    out = subprocess.run(["pdftoppm", "-gray", "-r", "30", "-f", str(page), "-l", str(page),
+                          str(pdf)], capture_output=True, check=True).stdout
+    fields = out.split(maxsplit=4)  # P5, width, height, maxval, pixels
+    assert fields[0] == b"P5"
+    width, height = int(fields[1]), int(fields[2])
+    pixels = fields[4][:width * height]
+    return sum(1 for p in pixels if p < 200) / len(pixels)
+
+
+def page_text(pdf, page):
+    return subprocess.run(["pdftotext", "-f", str(page), "-l", str(page), "-layout", str(pdf),
+                           "-"], capture_output=True, text=True, check=True).stdout
+
+
+def test_every_slide_renders_with_its_message(run):
+    layout, folder = run
+    pdf = slides.write(layout, folder, "mainline")
+    titles = json.loads((folder / "slides" / "titles.json").read_text())
+    pages = int(next(line.split()[1] for line in subprocess.run(
+        ["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout.splitlines()
+        if line.startswith("Pages:")))
+    assert pages == len(titles) <= slides.MAX_SLIDES
+    for page, title in enumerate(titles, 1):
+        text = " ".join(page_text(pdf, page).split())
+        assert " ".join(title.split()[:3]) in text, (page, title, text[:200])
+        assert len(text) > len(title) + 20, (page, "a title and nothing else")
+        assert page_pixels(pdf, page) > 0.01, (page, "blank page")
+    # Messages are computed from the run, not typed in.
+    assert titles[3] == "Icache locks per operation: chinner the same in all 1; piggin more " \
+                        "in 1 of 1 (+60.0%)"
+    assert titles[1] == "chinner: hash, sb_list → i_lock; piggin: i_lock → hash, sb_list"
+    assert titles[5] == "Scaling prediction: not in this run"
+    assert titles[9].startswith("Verdict: chinner takes fewer locks than piggin in 1 of 1")
+    # The same run makes the same deck, byte for byte: a regenerated deck is no churn.
+    first = pdf.read_bytes()
+    assert slides.write(layout, folder, "mainline").read_bytes() == first
+
+
+def test_the_scaling_slide_takes_the_reports_prediction(run):
+    layout, folder = run
+    deck = slides.Deck(layout, folder, "mainline")
+    stem = deck.folder / "prediction"
+    chart = charts.clustered_bars(stem, "predicted", ["1"], ["chinner"],
+                                  [("ops/s", {("1", "chinner"): 1.0})], ["chinner"])
+    deck.blocks += [document.Heading(2, "Scaling prediction"),
+                    document.Para("Predicted from the exact counts, with its inputs."),
+                    document.ChartBlock(chart, "predicted throughput")]
+    page = deck.scaling()
+    assert page.title.startswith("Scaling prediction (a model's prediction")
+    assert page.parts[0].text == "Predicted from the exact counts, with its inputs."
+    assert page.parts[1].paths == [deck.folder / "prediction.svg"]
+
+
+def test_a_page_that_says_too_much_is_refused(tmp_path):
+    page = svg_pages.Page("Too much", [svg_pages.Text("word " * 2000)])
+    with pytest.raises(svg_pages.PageError, match="slide 1 .'Too much'. overflows"):
+        svg_pages.write_pdf([page], tmp_path, tmp_path / "deck.pdf", 0)
+
+
+def test_glance_counts_agree_with_the_tallies(run):
+    layout, folder = run
+    deck = slides.Deck(layout, folder, "mainline")
+    grid = deck.glance().parts[1]
+    piggin = next(r for r in grid.rows if r[0] == "piggin")
+    (exact,) = [t for t in deck.tallies if t.kernel == "piggin" and t.evidence == "exact"]
+    assert piggin[1] == f"{len(exact.better)} / {len(exact.even)} / {len(exact.worse)}"
+    assert piggin[1] == "0 / 0 / 1"
