@@ -27,9 +27,14 @@ FULL ?=
 V ?=
 
 HARNESS = $(PYTHON) -m harness
-PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static fio gnuplot-nox \
+PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static gnuplot-nox \
 	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs xfsprogs gcc make
-DEPS_STAMP = build/.deps-$(shell echo $(PACKAGES) | md5sum | cut -c1-8)
+# And the packages the workloads declare (packages = ... in workloads/*.wl:
+# fio, fsmark, dbench, stress-ng, ...), as the harness reads them. A broken
+# declaration gives none here; check-workloads then names its file and line.
+WORKLOAD_PACKAGES := $(shell $(PYTHON) -m harness workload-packages 2>/dev/null)
+ALL_PACKAGES = $(PACKAGES) $(WORKLOAD_PACKAGES)
+DEPS_STAMP = build/.deps-$(shell echo $(ALL_PACKAGES) | md5sum | cut -c1-8)
 
 .PHONY: compare report reference kernels bisect-check compile-check test unit-test clean deps check-workloads
 
@@ -68,9 +73,10 @@ unit-test:
 
 deps: $(DEPS_STAMP)
 
-# Installs what is missing with apt-get; the stamp is per package list.
+# Installs what is missing with apt-get; the stamp is per package list, so a
+# workload declaring a new package installs it on the next make.
 $(DEPS_STAMP):
-	@missing=$$(for p in $(PACKAGES); do \
+	@missing=$$(for p in $(ALL_PACKAGES); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
 	done); \
 	if [ -n "$$missing" ]; then \
