@@ -3,15 +3,18 @@
 # evict). stress-ng logs on stderr; its own bogo-op count and rate become
 # the rows, and the harness brackets lock_stat between the line where it
 # dispatches its stressors and its metrics header (printed once they ended).
+# A bogo op is one file created and unlinked; stress-ng counts them 2048 at
+# a time, so the run is a number of them (--dentry-ops), not a duration: a
+# timeout would cut a batch and leave its files uncounted.
 name       = stress-dentry
-summary    = stress-ng --dentry: procs instances creating, looking up and unlinking files for 10 s
+summary    = stress-ng --dentry: procs instances creating, looking up and unlinking 2048 files each
 packages   = stress-ng
-run        = stress-ng --dentry {procs} --timeout 10s --metrics-brief --temp-path {tmp}
+run        = stress-ng --dentry {procs} --dentry-ops $((2048 * {procs})) --timeout 200s --metrics-brief --temp-path {tmp}
 output     = match
 match.dentry = metrc: \[\d+\] dentry\s+(?P<ops>\d+)\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+(?P<rate>[0-9.]+)
 lock-start = dispatching hogs
 lock-end   = bogo ops real time
 fs         = tmpfs ext4 xfs
 procs      = 1 cpus
-timeout    = 120
+timeout    = 240
 unit       = bogo-op
