@@ -10,7 +10,9 @@
 # CPUS (default: 1 and 2, never more than the host's cores unless you ask),
 # REPEAT (perf boots per kernel and vCPU count), DEBUG_REPEAT, ICOUNT_REPEAT,
 # WORKLOADS, FLAVOURS, BASELINE, FULL=1 (all workloads, REPEAT=5,
-# ICOUNT_REPEAT=3), V=1 (echo the guest console).
+# ICOUNT_REPEAT=3), V=1 (echo the guest console), IMAGES=DIR (kernel images
+# from another build folder or a shared cache), NO_BUILD=1 (never build a
+# kernel: a missing image is an error naming it).
 
 PYTHON ?= /usr/bin/python3
 # Knobs are passed on only when set: their defaults live in harness/run/matrix.py.
@@ -25,6 +27,8 @@ RUN_DIR ?=
 BASELINE ?=
 FULL ?=
 V ?=
+IMAGES ?=
+NO_BUILD ?=
 
 HARNESS = $(PYTHON) -m harness
 PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static gnuplot-nox \
@@ -43,7 +47,8 @@ compare: $(DEPS_STAMP) check-workloads
 		$(if $(REPEAT),--repeat $(REPEAT)) $(if $(DEBUG_REPEAT),--debug-repeat $(DEBUG_REPEAT)) \
 		$(if $(ICOUNT_REPEAT),--icount-repeat $(ICOUNT_REPEAT)) $(if $(FULL),--full) \
 		--workloads $(WORKLOADS) --flavours $(FLAVOURS) $(if $(BASELINE),--baseline $(BASELINE)) \
-		$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v)
+		$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v) \
+		$(if $(IMAGES),--images $(IMAGES)) $(if $(NO_BUILD),--no-build)
 
 report:
 	$(HARNESS) report $(RUN_DIR) $(if $(BASELINE),--baseline $(BASELINE))
