@@ -9,7 +9,8 @@ run line or a regular expression may hold one). Keys:
     run       the guest command (required): one line of shell, run by sh -e in
               a shell and process group of its own, inside the step's markers,
               timing and time limit; its pipes and redirections stay inside it.
-              The working directory and TMPDIR are {tmp}. Placeholders:
+              The working directory and TMPDIR are {tmp} (a program that
+              unmounts {dir} must 'cd /' first). Placeholders:
                 {procs}  worker processes   {cpus}  vCPUs of the boot
                 {dir}    the work directory (a fresh mount of {fs})
                 {tmp}    a scratch directory on {fs} (also $TMPDIR): the
