@@ -5,8 +5,10 @@ the host kernel's counters are never touched.
 """
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -33,9 +35,18 @@ def run(stepwatch: Path, tmp_path: Path, command: str, start: str = "", end: str
                "INODE_DUEL_PREFIX": str(tmp_path / "s01"), "INODE_DUEL_PROCS": "2",
                "INODE_DUEL_LOCK_START": start, "INODE_DUEL_LOCK_END": end,
                "INODE_DUEL_PROC_DIR": str(proc), **env}
-    return subprocess.run([str(stepwatch), "-p", str(tmp_path / "s01"), "-C", str(scratch),
-                           "--", command], env=environ, capture_output=True, text=True,
-                          timeout=60)
+    # As run_step runs it: a process group of its own, killed when it ends.
+    proc = subprocess.Popen([str(stepwatch), "-p", str(tmp_path / "s01"), "-C", str(scratch),
+                             "--", command], env=environ, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def window(tmp_path: Path) -> Window:
@@ -137,5 +148,16 @@ def test_group_is_killed_with_the_step_not_left_behind(stepwatch, tmp_path):
         subprocess.run(["sleep", "0.05"])
     child = int(pidfile.read_text())
     assert os.getpgid(child) == proc.pid
-    os.killpg(proc.pid, 9)
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+def test_a_process_left_holding_the_terminal_delays_nothing_measured(stepwatch, tmp_path):
+    """The command ends while a process it started still holds its stdout: the
+    window closes with the command; stepwatch stops reading after a bound."""
+    started = time.monotonic()
+    done = run(stepwatch, tmp_path, "echo go; sleep 30 & echo bye", start="go")
+    assert done.returncode == 0 and done.stdout.startswith("go\nbye\n")
+    assert time.monotonic() - started < 20
+    w = window(tmp_path)
+    assert w.opened and w.closed and w.window_s < 1.0

@@ -46,7 +46,11 @@
 #include <sys/wait.h>
 
 #define LINE_MAX_BYTES 4096
-#define DRAIN_MS 500 /* after the command ends: output its children still write */
+/* After the command ends, its output is read to the end (EOF, or EIO from the
+ * terminal once the kernel has delivered what was written); only processes
+ * it left running, which may hold the terminal open, are not waited for
+ * longer than this. */
+#define DRAIN_MS 5000
 
 struct stream {
 	int fd;       /* what we read: pty master or pipe; -1 once closed */
@@ -289,6 +293,9 @@ static int run(char **argv, const char *dir, struct window *w)
 			if (got == pid) {
 				reaped = 1;
 				drain_until = now_ns() + DRAIN_MS * 1000000LL;
+				/* The window ends with the command, not with its output. */
+				if (w->opened && !w->closed && !w->end)
+					window_close(w);
 			}
 		}
 		if (reaped && (!watch || (streams[0].fd < 0 && streams[1].fd < 0)))
