@@ -171,7 +171,8 @@ def step_numbers(step: Step, received: channel.Received, order: LockOrder) -> St
     note = ""
     if workload.output == "none" and not workload.ops:
         note = "no throughput: output = none (declare ops to get one)"
-        figures.append(Figure(workload.name, "", "exit_code", exit_code, ""))
+        if exit_code is not None:
+            figures.append(Figure(workload.name, "", "exit_code", exit_code, ""))
         timed = _timed_s(step, window)
         if timed is not None:
             figures.append(Figure(workload.name, "", "elapsed", timed, "s"))

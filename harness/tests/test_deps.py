@@ -175,3 +175,15 @@ def test_every_shipped_workload_resolves_on_this_host():
     installable rather than installed on a fresh machine)."""
     known = workloads.load_all(REPO_ROOT / "workloads")
     deps.check(REPO_ROOT / "workloads", list(known.values()))
+
+
+def test_package_not_yet_installed_is_a_note_for_check_workloads(tmp_path):
+    """make installs declared packages before it boots: check-workloads only notes
+    one that apt can install (GNU hello, if this host's apt knows it and has not
+    installed it)."""
+    if deps.package_installed("hello") or not deps.package_installable("hello"):
+        pytest.skip("GNU hello is installed here, or apt does not know it")
+    w = declare(tmp_path, "later", extra="packages = hello\n")
+    notes = deps.check(tmp_path, [w])
+    assert notes == [f"{w.path}:7: package hello is not installed yet: `make deps` (and every "
+                     f"make target that boots) installs it"]
