@@ -26,6 +26,8 @@ FLAVOURS ?=
 RUN_DIR ?=
 BASELINE ?=
 FULL ?=
+DURATION ?=
+SEED ?=
 V ?=
 IMAGES ?=
 NO_BUILD ?=
@@ -40,7 +42,7 @@ WORKLOAD_PACKAGES := $(shell $(PYTHON) -m harness workload-packages 2>/dev/null)
 ALL_PACKAGES = $(PACKAGES) $(WORKLOAD_PACKAGES)
 DEPS_STAMP = build/.deps-$(shell echo $(ALL_PACKAGES) | md5sum | cut -c1-8)
 
-.PHONY: compare report reference kernels bisect-check compile-check test unit-test clean deps check-workloads
+.PHONY: compare soak report reference kernels bisect-check compile-check test unit-test clean deps check-workloads
 
 compare: $(DEPS_STAMP) check-workloads
 	$(HARNESS) compare --kernels $(KERNELS) --cpus $(CPUS) \
@@ -49,6 +51,11 @@ compare: $(DEPS_STAMP) check-workloads
 		--workloads $(WORKLOADS) --flavours $(FLAVOURS) $(if $(BASELINE),--baseline $(BASELINE)) \
 		$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v) \
 		$(if $(IMAGES),--images $(IMAGES)) $(if $(NO_BUILD),--no-build)
+
+# Random workload mixes on the debug and sanitize kernels until DURATION is up.
+soak: $(DEPS_STAMP) check-workloads
+	$(HARNESS) soak --duration $(or $(DURATION),$(error DURATION=45m|2h|... is required)) \
+		--kernels $(KERNELS) --flavours $(FLAVOURS) --cpus $(CPUS) $(if $(SEED),--seed $(SEED))
 
 report:
 	$(HARNESS) report $(RUN_DIR) $(if $(BASELINE),--baseline $(BASELINE))

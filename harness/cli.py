@@ -4,12 +4,14 @@
     build [--flavour F] KERNEL...                     build (or find) kernel images
     boot KERNEL [--flavour F] [--cpus N] ...          one boot, workloads of your choice
     compare [--kernels ...] [--cpus ...] ...          the measurement matrix, then its report
+    soak --duration 2h [--kernels ...] ...            random mixes on debug/sanitize kernels
     report [RUN_DIR] [--baseline K]                   report.md and report.html of a run
     reference [RUN_DIR] | --check                     publish a run as results/reference
     bisect-check SERIES                               every patch builds, boots, checkpatch
     compile-check KERNEL [--grep RE]                  touched files compile under allmodconfig
     check-workloads                                   validate workloads/*.wl
     workload-packages                                 Debian packages the workloads declare
+    predict RUN_DIR | --profile FILE [--cpus ...]     scaling model: throughput at N CPUs
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import time
 from pathlib import Path
 
 from harness import lockorder, progress
+from harness.analysis import predict, scaling_inputs
 from harness.boot import channel, qemu, runner
 from harness.guest import deps, initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
 from harness.report import charts, document, reference
-from harness.run import compare, matrix
+from harness.run import compare, matrix, soak
 from harness.layout import default_layout, slug
 
 def _read(path: str) -> str:
@@ -186,6 +189,24 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_soak(args) -> int:
+    layout = default_layout()
+    known = workloads.select(workloads.load_all(layout.workloads),
+                             " ".join(args.workloads) or "all")
+    kernels = (series.expand_names(layout, _split(args.kernels)) if args.kernels
+               else existing_kernels(layout))
+    for kernel in kernels:
+        series.resolve(layout, kernel)
+        lockorder.for_kernel(layout, kernel)
+    duration = soak.parse_duration(args.duration)
+    flavours = tuple(_split(args.flavours)) or soak.SOAK_FLAVOURS
+    cpus = tuple(int(c) for c in _split(args.cpus)) or soak.SOAK_CPUS
+    out = soak.soak(layout, kernels, known, duration, flavours, cpus, args.seed, args.accel)
+    print((out / "summary.md").read_text(), end="")
+    progress.say(f"soak done: {out}")
+    return 0
+
+
 def cmd_report(args) -> int:
     layout = default_layout()
     run_dir = Path(args.run_dir) if args.run_dir else layout.latest
@@ -262,6 +283,10 @@ def _add_image_options(p) -> None:
                    help="never build a kernel: a missing image is an error naming it")
 
 
+def cmd_predict(args) -> int:
+    return predict.command(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python3 -m harness", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -312,6 +337,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_image_options(p)
     p.set_defaults(func=cmd_compare)
 
+    p = sub.add_parser("soak", help="random workload mixes on debug and sanitize kernels")
+    p.add_argument("--kernels", nargs="*", default=[])
+    p.add_argument("--duration", required=True, help="e.g. 45m, 2h")
+    p.add_argument("--flavours", nargs="*", default=[],
+                   help=f"default: {' '.join(soak.SOAK_FLAVOURS)}")
+    p.add_argument("--cpus", nargs="*", default=[],
+                   help=f"default: {' '.join(map(str, soak.SOAK_CPUS))}")
+    p.add_argument("--workloads", nargs="*", default=[], help="default: all")
+    p.add_argument("--seed", type=int, default=1, help="the same seed draws the same mixes")
+    p.add_argument("--accel", default="tcg", choices=["tcg", "kvm"])
+    p.set_defaults(func=cmd_soak)
+
     p = sub.add_parser("report", help="write report.md/report.html of a run folder")
     p.add_argument("run_dir", nargs="?", help="default: results/latest")
     p.add_argument("--baseline", help="default: mainline")
@@ -339,6 +376,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("workload-packages", help="Debian packages the workloads declare")
     p.set_defaults(func=cmd_workload_packages)
+
+    p = sub.add_parser("predict", help="queueing model: predicted throughput at N CPUs")
+    p.add_argument("run_dir", nargs="?", help="a run folder (its tidy.tsv)")
+    p.add_argument("--profile", help="a JSON lock profile instead of a run")
+    p.add_argument("--cpus", nargs="*", default=[], help="CPU counts (default 1 2 4 ... 256)")
+    p.add_argument("--handoff-ns", type=float, default=scaling_inputs.HANDOFF_NS,
+                   help="lock hand-off (cache-line transfer) cost")
+    p.add_argument("--ns-per-insn", type=float, default=scaling_inputs.NS_PER_INSN,
+                   help="ns per guest instruction on the target machine")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_predict)
     return parser
 
 

@@ -117,6 +117,11 @@ class Layout:
     def reference(self) -> Path:
         return self.results / "reference"
 
+    @property
+    def soaks(self) -> Path:
+        """One folder per make soak: its boots and summary."""
+        return self.results / "soak"
+
     def bisect_dir(self, kernel: str, key: str) -> Path:
         """The smoke boot of one bisection point."""
         return self.results / "bisect" / f"{slug(kernel)}-{key}"

@@ -77,6 +77,10 @@ class RoleTotals:
     waittime_total_us: float
     holdtime_max_us: float
     waittime_max_us: float
+    # Acquisitions (contentions) whose previous acquirer of the same lock
+    # instance ran on another CPU: how widely the role's instances are shared.
+    acq_bounces: int = 0
+    con_bounces: int = 0
 
     @property
     def holdtime_avg_us(self) -> float:
@@ -116,7 +120,9 @@ class LockOrder:
                 holdtime_total_us=sum(lock.holdtime_total_us for lock in locks),
                 waittime_total_us=sum(lock.waittime_total_us for lock in locks),
                 holdtime_max_us=max(lock.holdtime_max_us for lock in locks),
-                waittime_max_us=max(lock.waittime_max_us for lock in locks)))
+                waittime_max_us=max(lock.waittime_max_us for lock in locks),
+                acq_bounces=sum(lock.acq_bounces for lock in locks),
+                con_bounces=sum(lock.con_bounces for lock in locks)))
         return out
 
     def icache_edges(self, edges: tuple[tuple[str, str], ...]) -> list[Edge]:

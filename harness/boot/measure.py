@@ -224,6 +224,8 @@ def _lock_figures(phase: str, role: RoleTotals, ops: int) -> list[Figure]:
         Figure(phase, role.role, "holdtime_max", role.holdtime_max_us, "us"),
         Figure(phase, role.role, "waittime_max", role.waittime_max_us, "us"),
         Figure(phase, role.role, "holdtime_avg", role.holdtime_avg_us, "us"),
+        Figure(phase, role.role, "acq_bounces", role.acq_bounces, "count"),
+        Figure(phase, role.role, "con_bounces", role.con_bounces, "count"),
     ]
     if ops:
         out += [
@@ -231,5 +233,7 @@ def _lock_figures(phase: str, role: RoleTotals, ops: int) -> list[Figure]:
             Figure(phase, role.role, "contentions_per_op", role.contentions / ops, "per op"),
             Figure(phase, role.role, "holdtime_per_op", role.holdtime_total_us / ops, "us/op"),
             Figure(phase, role.role, "waittime_per_op", role.waittime_total_us / ops, "us/op"),
+            Figure(phase, role.role, "acq_bounces_per_op", role.acq_bounces / ops, "per op"),
+            Figure(phase, role.role, "con_bounces_per_op", role.con_bounces / ops, "per op"),
         ]
     return out

@@ -7,11 +7,13 @@ boot.json with the classification of the boot and of each step. A finished
 boot folder can be read again with read_boot: the numbers and statuses are
 always derived from the raw console and records by the current parsers.
 
-Boot classes (first that applies): panic, timeout, lockdep, warning,
+Boot classes (first that applies): panic, timeout, hang, lockdep, warning,
 workload-error, unchecked, ok. A step gets the class of what happened while
 it ran: a step that began and never ended in a boot that panicked is
-'panic'; steps after it are 'not-run'. A debug step that ended with lockdep
-switched off (by an earlier report, or its tables full) without a lockdep
+'panic'; steps after it are 'not-run'. 'hang' is an RCU stall, a soft or
+hard lockup, a hung task or a workqueue lockup (a trylock loop that
+livelocked shows up here). A debug step during which lockdep was switched
+off (by an earlier report, its tables full, a taint) without a locking
 report of its own is 'unchecked', never 'ok': lockdep was not looking.
 """
 
@@ -28,8 +30,8 @@ from harness.kernels.kbuild import KernelImage
 from harness.lockorder import LockOrder
 from harness.parsers import kernel_reports
 
-LOCKDEP_KINDS = {"circular", "recursive", "inconsistent", "irq-inversion", "bad-unlock",
-                 "held-lock-freed", "rcu", "sleep-in-atomic"}
+LOCKDEP_KINDS = kernel_reports.LOCKING_KINDS | {"rcu", "sleep-in-atomic"}
+WARNING_KINDS = {"warn", "bug", "bad-page"}
 BOOT_SLACK_S = 120  # boot, setup and dumps on top of the steps' own limits
 HOST_VIEW = "host.json"
 
@@ -135,9 +137,11 @@ def classify_boot(host: HostView, found: tuple[kernel_reports.Report, ...],
         return "panic"
     if host.timed_out:
         return "timeout"
+    if kinds & kernel_reports.HANG_KINDS:
+        return "hang"
     if kinds & LOCKDEP_KINDS:
         return "lockdep"
-    if kinds & {"warn", "bug"}:
+    if kinds & WARNING_KINDS:
         return "warning"
     if any(s.status == "workload-error" for s in steps):
         return "workload-error"
@@ -147,10 +151,12 @@ def classify_boot(host: HostView, found: tuple[kernel_reports.Report, ...],
 
 
 def _step_status(numbers: measure.StepNumbers, step_reports: list[kernel_reports.Report],
-                 ended: bool, boot_timed_out: bool) -> str:
+                 ended: bool, boot_timed_out: bool, lockdep_went_off: bool) -> str:
     kinds = {r.kind for r in step_reports}
     if not ended:
         return "timeout" if boot_timed_out else "panic"
+    if kinds & kernel_reports.HANG_KINDS:
+        return "hang"
     if kinds & LOCKDEP_KINDS:
         return "lockdep"
     if "panic" in kinds:
@@ -159,9 +165,9 @@ def _step_status(numbers: measure.StepNumbers, step_reports: list[kernel_reports
         return "lost"
     if numbers.exit_code != 0 or numbers.error:
         return "workload-error"
-    if kinds & {"warn", "bug"}:
+    if kinds & WARNING_KINDS:
         return "warning"
-    if numbers.lockdep_on is False:
+    if numbers.lockdep_on is False or lockdep_went_off:
         return "unchecked"
     return "ok"
 
@@ -231,6 +237,7 @@ def record_boot(host: HostView, steps: list[plan.Step], directory: Path,
     found = kernel_reports.parse(console_text)
     received = channel.parse(_read_results(directory))
     spans = step_lines(console_text)
+    off_line = kernel_reports.lockdep_off_line(found)
     windows = {w.step: w for w in host.windows}
     outcomes: list[StepOutcome] = []
     for step in steps:
@@ -242,7 +249,10 @@ def record_boot(host: HostView, steps: list[plan.Step], directory: Path,
         last = end if end is not None else float("inf")
         step_reports = [r for r in found if begin <= r.line <= last]
         numbers = measure.step_numbers(step, received, order)
-        status = _step_status(numbers, step_reports, end is not None, host.timed_out)
+        # Lockdep went off before this step ended (only meaningful where it was on).
+        went_off = (numbers.lockdep_on is not None and off_line is not None
+                    and off_line <= last)
+        status = _step_status(numbers, step_reports, end is not None, host.timed_out, went_off)
         window = windows.get(step.id)
         outcomes.append(StepOutcome(
             step.id, step.label, status, numbers, tuple(r.as_json() for r in step_reports),

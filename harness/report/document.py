@@ -19,7 +19,7 @@ from pathlib import Path
 
 from harness import lockorder
 from harness.analysis import evidence, stats
-from harness.report import charts
+from harness.report import charts, scaling_section
 from harness.run import tidy
 from harness.layout import Layout
 
@@ -179,6 +179,8 @@ class ReportBuilder:
         self.charts_dir = run_dir / "charts"
         self.charts_dir.mkdir(exist_ok=True)
         self.blocks: list[Block] = []
+        self.scaling = scaling_section.Section(layout, run_dir, self.rows, self.kernels,
+                                               self.baseline, self.chart_stem)
 
     def chart_stem(self, name: str) -> Path:
         return self.charts_dir / re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
@@ -198,6 +200,7 @@ class ReportBuilder:
             + ". Source: Debian linux-source-6.1 "
             + ", ".join(sorted({k['package_version'] for k in m['kernels'].values()})) + "."))
         self.verdict_section()
+        self.blocks += self.scaling.blocks()
         self.cases_section()
         self.icount_section()
         self.retries_section()
@@ -225,6 +228,7 @@ class ReportBuilder:
             return
         glance = glance_table(verdicts, self.kernels)
         if glance:
+            glance.rows += self.scaling.glance_rows()
             self.blocks.append(Para(
                 f"At a glance: in how many workload cases each kernel beats "
                 f"{self.baseline}, matches it, or loses to it, by kind of evidence, with the "

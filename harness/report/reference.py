@@ -18,6 +18,9 @@ from harness.run import estimate
 from harness.layout import Layout
 
 KEPT = ("report.md", "report.html", "tidy.tsv", "manifest.json", "lockorder.json")
+# Kept when the run has it: the scaling model's predictions and the hash table
+# sizes they used, which the boot folders (not published) no longer give.
+KEPT_IF_PRESENT = ("scaling.json",)
 
 
 class ReferenceError(Exception):
@@ -43,7 +46,7 @@ def publish(layout: Layout, run_dir: Path) -> Path:
     staging = target.with_name("reference.partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    for name in KEPT:
+    for name in KEPT + tuple(n for n in KEPT_IF_PRESENT if (run_dir / n).exists()):
         shutil.copy2(run_dir / name, staging / name)
     # How long each kind of step took here: a fresh clone's first estimate.
     (staging / estimate.STEP_TIMES).write_text(

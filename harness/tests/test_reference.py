@@ -26,6 +26,11 @@ def test_publish_keeps_report_material_not_raw_boots(layout, tmp_path):
     assert sorted(p.name for p in target.iterdir()) == sorted(
         list(reference.KEPT) + ["charts", estimate.STEP_TIMES])
     assert [p.name for p in (target / "charts").iterdir()] == ["a.png"]
+    # A run whose report wrote scaling.json publishes it too: its hash table sizes
+    # come from boot consoles the reference does not keep.
+    (run / "scaling.json").write_text("{}")
+    target = reference.publish(layout, run)
+    assert (target / "scaling.json").read_text() == "{}"
 
 
 def test_staleness_follows_patch_contents(layout):
