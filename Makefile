@@ -11,7 +11,9 @@
 # CPUS (default: 1 and 2, never more than the host's cores unless you ask),
 # REPEAT (perf boots per kernel and vCPU count), DEBUG_REPEAT, ICOUNT_REPEAT,
 # WORKLOADS, FLAVOURS, BASELINE, FULL=1 (all workloads, REPEAT=5,
-# ICOUNT_REPEAT=3), V=1 (echo the guest console).
+# ICOUNT_REPEAT=3), V=1 (echo the guest console), IMAGES=DIR (kernel images
+# from another build folder or a shared cache), NO_BUILD=1 (never build a
+# kernel: a missing image is an error naming it).
 
 PYTHON ?= /usr/bin/python3
 # Knobs are passed on only when set: their defaults live in harness/run/matrix.py.
@@ -28,12 +30,19 @@ FULL ?=
 DURATION ?=
 SEED ?=
 V ?=
+IMAGES ?=
+NO_BUILD ?=
 
 HARNESS = $(PYTHON) -m harness
-PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static fio gnuplot-nox \
+PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static gnuplot-nox \
 	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs xfsprogs gcc make \
 	gcc-powerpc64-linux-gnu librsvg2-bin poppler-utils
-DEPS_STAMP = build/.deps-$(shell echo $(PACKAGES) | md5sum | cut -c1-8)
+# And the packages the workloads declare (packages = ... in workloads/*.wl:
+# fio, fsmark, dbench, stress-ng, ...), as the harness reads them. A broken
+# declaration gives none here; check-workloads then names its file and line.
+WORKLOAD_PACKAGES := $(shell $(PYTHON) -m harness workload-packages 2>/dev/null)
+ALL_PACKAGES = $(PACKAGES) $(WORKLOAD_PACKAGES)
+DEPS_STAMP = build/.deps-$(shell echo $(ALL_PACKAGES) | md5sum | cut -c1-8)
 
 .PHONY: compare soak report slides reference kernels bisect-check compile-check test unit-test clean deps check-workloads
 
@@ -42,7 +51,8 @@ compare: $(DEPS_STAMP) check-workloads
 		$(if $(REPEAT),--repeat $(REPEAT)) $(if $(DEBUG_REPEAT),--debug-repeat $(DEBUG_REPEAT)) \
 		$(if $(ICOUNT_REPEAT),--icount-repeat $(ICOUNT_REPEAT)) $(if $(FULL),--full) \
 		--workloads $(WORKLOADS) --flavours $(FLAVOURS) $(if $(BASELINE),--baseline $(BASELINE)) \
-		$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v)
+		$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v) \
+		$(if $(IMAGES),--images $(IMAGES)) $(if $(NO_BUILD),--no-build)
 
 # Random workload mixes on the debug and sanitize kernels until DURATION is up.
 soak: $(DEPS_STAMP) check-workloads
@@ -81,9 +91,10 @@ unit-test:
 
 deps: $(DEPS_STAMP)
 
-# Installs what is missing with apt-get; the stamp is per package list.
+# Installs what is missing with apt-get; the stamp is per package list, so a
+# workload declaring a new package installs it on the next make.
 $(DEPS_STAMP):
-	@missing=$$(for p in $(PACKAGES); do \
+	@missing=$$(for p in $(ALL_PACKAGES); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
 	done); \
 	if [ -n "$$missing" ]; then \

@@ -11,12 +11,14 @@
     bisect-check SERIES                               every patch builds, boots, checkpatch
     compile-check KERNEL [--grep RE]                  touched files compile under allmodconfig
     check-workloads                                   validate workloads/*.wl
+    workload-packages                                 Debian packages the workloads declare
     predict RUN_DIR | --profile FILE [--cpus ...]     scaling model: throughput at N CPUs
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import signal
@@ -27,7 +29,7 @@ from pathlib import Path
 from harness import lockorder, progress
 from harness.analysis import predict, scaling_inputs
 from harness.boot import channel, qemu, runner
-from harness.guest import initramfs, plan, protocol, workloads
+from harness.guest import deps, initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
 from harness.report import charts, document, reference, slides, svg_pages
@@ -78,14 +80,22 @@ def _split(values: list[str]) -> list[str]:
     return [v for item in values for v in item.replace(",", " ").split()]
 
 
+def _layout(args):
+    """The layout, with kernel images from --images DIR when given."""
+    layout = default_layout()
+    if args.images:
+        layout = dataclasses.replace(layout, image_store=Path(args.images).resolve())
+    return layout
+
+
 def cmd_boot(args) -> int:
     """One boot of one kernel with chosen workloads; prints the boot's record."""
-    layout = default_layout()
+    layout = _layout(args)
     known = workloads.load_all(layout.workloads)
     chosen = workloads.select(known, " ".join(args.workloads))
     order = lockorder.for_kernel(layout, args.kernel)
-    image = kbuild.build(layout, args.kernel, args.flavour)
-    files = initramfs.prepare(layout)
+    image = kbuild.build(layout, args.kernel, args.flavour, build_missing=not args.no_build)
+    files = initramfs.prepare(layout, chosen)
     items = [(w, fs, p) for w in chosen for fs in (args.fs or w.filesystems)
              for p in ([args.procs] if args.procs else w.procs_for(args.cpus))]
     steps = plan.make_steps(items)
@@ -125,6 +135,8 @@ def boot_summary(record: runner.BootRecord) -> dict:
                 item[f"{fig.phase} {fig.lock} acquisitions/op"] = round(fig.value, 3)
         if outcome.numbers and outcome.numbers.error:
             item["error"] = outcome.numbers.error
+        if outcome.numbers and outcome.numbers.note:
+            item["note"] = outcome.numbers.note
         steps.append(item)
     return {"status": record.status, "folder": str(record.directory),
             "wall_s": round(record.wall_s, 1), "reports": list(record.reports),
@@ -137,7 +149,7 @@ def _marker_printer(line: str) -> None:
 
 
 def cmd_compare(args) -> int:
-    layout = default_layout()
+    layout = _layout(args)
     known = workloads.load_all(layout.workloads)  # validated before anything is built
     # Only the knobs given on the command line; the rest are Matrix's defaults.
     knobs = dict(matrix.FULL) if args.full else {}
@@ -164,7 +176,8 @@ def cmd_compare(args) -> int:
                  f"run folder {run_dir}")
     result = compare.run(layout, wanted, run_dir, accel=args.accel,
                          on_line=None if not args.verbose
-                         else (lambda line: print(line, file=sys.stderr)))
+                         else (lambda line: print(line, file=sys.stderr)),
+                         build_missing=not args.no_build)
     latest = layout.latest
     if latest.is_symlink() or not latest.exists():
         latest.unlink(missing_ok=True)
@@ -256,10 +269,28 @@ def cmd_compile_check(args) -> int:
 def cmd_check_workloads(args) -> int:
     layout = default_layout()
     known = workloads.load_all(layout.workloads)
+    notes = deps.check(layout.workloads, list(known.values()))
     for w in known.values():
         print(f"{w.name:24} {'default' if w.default else '       '} {' '.join(w.filesystems):11}"
               f" {w.summary}")
+    for note in notes:
+        progress.say(note)
     return 0
+
+
+def cmd_workload_packages(args) -> int:
+    """For make: the Debian packages the workloads declare, one line."""
+    known = workloads.load_all(default_layout().workloads)
+    print(" ".join(deps.declared_packages(list(known.values()))))
+    return 0
+
+
+def _add_image_options(p) -> None:
+    p.add_argument("--images", metavar="DIR",
+                   help="kernel images from DIR (another build folder's images/, a shared "
+                        "cache) instead of build/images; also IMAGES_DIR=DIR")
+    p.add_argument("--no-build", action="store_true",
+                   help="never build a kernel: a missing image is an error naming it")
 
 
 def cmd_predict(args) -> int:
@@ -294,6 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, help="seconds before the guest is killed")
     p.add_argument("--out", help="boot folder (default under results/boots/)")
     p.add_argument("-v", "--verbose", action="store_true", help="echo the console")
+    _add_image_options(p)
     p.set_defaults(func=cmd_boot)
 
     p = sub.add_parser("compare", help="run the measurement matrix")
@@ -312,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-dir")
     p.add_argument("--baseline", help="kernel the others are compared to (default: mainline)")
     p.add_argument("-v", "--verbose", action="store_true")
+    _add_image_options(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("soak", help="random workload mixes on debug and sanitize kernels")
@@ -355,6 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check-workloads", help="validate workloads/*.wl")
     p.set_defaults(func=cmd_check_workloads)
+
+    p = sub.add_parser("workload-packages", help="Debian packages the workloads declare")
+    p.set_defaults(func=cmd_workload_packages)
 
     p = sub.add_parser("predict", help="queueing model: predicted throughput at N CPUs")
     p.add_argument("run_dir", nargs="?", help="a run folder (its tidy.tsv)")

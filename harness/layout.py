@@ -25,6 +25,7 @@ class Layout:
     build: Path
     ccache: Path
     results: Path
+    image_store: Path | None = None  # built kernels kept elsewhere (--images, IMAGES_DIR)
 
     # -- the repository
 
@@ -63,8 +64,9 @@ class Layout:
 
     @property
     def images(self) -> Path:
-        """Built kernels, one folder per cache key."""
-        return self.build / "images"
+        """Built kernels, one folder per cache key: build/images, or another
+        build folder's or a shared cache (image_store)."""
+        return self.image_store or self.build / "images"
 
     def image_dir(self, kernel: str, flavour: str, key: str) -> Path:
         return self.images / f"{slug(kernel)}-{flavour}-{key}"
@@ -126,10 +128,13 @@ class Layout:
 
 
 def default_layout(environ: dict[str, str] | None = None) -> Layout:
-    """The layout for this checkout; BUILD_DIR, RESULTS_DIR and CCACHE_DIR override."""
+    """The layout for this checkout; BUILD_DIR, RESULTS_DIR, CCACHE_DIR and
+    IMAGES_DIR (kernel images from elsewhere) override."""
     env = os.environ if environ is None else environ
     build = Path(env.get("BUILD_DIR", REPO_ROOT / "build")).resolve()
     results = Path(env.get("RESULTS_DIR", REPO_ROOT / "results")).resolve()
     cache_home = Path(env.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     ccache = Path(env.get("CCACHE_DIR", cache_home / "inode-duel" / "ccache"))
-    return Layout(repo=REPO_ROOT, build=build, ccache=ccache.resolve(), results=results)
+    images = Path(env["IMAGES_DIR"]).resolve() if env.get("IMAGES_DIR") else None
+    return Layout(repo=REPO_ROOT, build=build, ccache=ccache.resolve(), results=results,
+                  image_store=images)

@@ -2,6 +2,8 @@
 name     = fio-filecreate
 summary  = fio filecreate engine: each job creates 1000 files in its own directory (new_inode, sb list add, hash insert on ext4)
 run      = fiostep {prefix} {procs} 1000 /workloads/fio/filecreate.fio
+packages = fio
+files    = fio/filecreate.fio
 output   = fio-json
 fs       = tmpfs ext4 xfs
 windowed = yes

@@ -31,28 +31,106 @@ class StepNumbers:
     lockstat_valid: bool | None  # None: no lock_stat (perf flavour)
     error: str  # why numbers are missing, "" if none
     lockdep_on: bool | None = None  # debug_locks at the step's end; None: no lockdep (perf)
+    note: str = ""  # what a reader should know about the figures (no throughput, ...)
 
 
 @dataclass(frozen=True)
 class PhaseOps:
     name: str
-    ops: int
-    elapsed_s: float
+    ops: int | None  # None: the program did not say
+    elapsed_s: float | None
     extra: dict[str, float]
+    rate: float | None = None  # ops/s as the program reported it
+
+    @property
+    def throughput(self) -> float | None:
+        if self.rate is not None:
+            return self.rate
+        if self.ops is not None and self.elapsed_s:
+            return self.ops / self.elapsed_s
+        return None
 
 
-def _phases(step: Step, received: channel.Received) -> list[PhaseOps]:
-    if step.workload.output == "fio-json":
+class MissingOutput(Exception):
+    """The step did not deliver what its declaration promised."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """stepwatch's record of a step: how long the command and the timed window took."""
+    command_s: float
+    window_s: float
+    opened: bool
+    closed: bool
+
+    @classmethod
+    def parse(cls, text: str | None) -> Window | None:
+        if not text:
+            return None
+        fields = _parse_status(text)
+        try:
+            return cls(int(fields["command_ns"]) / 1e9, int(fields["window_ns"]) / 1e9,
+                       fields["opened"] == "1", fields["closed"] == "1")
+        except (KeyError, ValueError):
+            return None
+
+
+def _window_error(step: Step, window: Window | None) -> str:
+    """Why the lock-start/-end window of a step is not usable, "" if it is."""
+    workload = step.workload
+    if workload.window != "lines" or window is None:
+        return ""
+    if not window.opened:
+        return f"the lock-start line ({workload.lock_start!r}) never appeared in the output"
+    if not window.closed:
+        return f"the lock-end line ({workload.lock_end!r}) never appeared in the output"
+    return ""
+
+
+def _timed_s(step: Step, window: Window | None) -> float | None:
+    """The harness's timing of the step's timed part: the window between the
+    lock-start/-end lines, else the whole command."""
+    if window is None:
+        return None
+    return window.window_s if step.workload.window == "lines" else window.command_s
+
+
+def _phases(step: Step, received: channel.Received, window: Window | None) -> list[PhaseOps]:
+    workload = step.workload
+    phases: list[PhaseOps] = []
+    out = received.text(f"{step.id}.out") or ""
+    if workload.output == "fio-json":
         text = received.text(f"{step.id}.fio.json")
         if text is None:
-            return []
+            raise MissingOutput("output = fio-json, but fio left no JSON report")
         run = fio.parse(text)
-        return [PhaseOps(job.name, job.ops, job.runtime_ms / 1000.0, {
+        phases += [PhaseOps(job.name, job.ops, job.runtime_ms / 1000.0, {
             f"clat_p{k.split('.')[0]}_ns": float(v) for k, v in job.clat_ns_percentiles.items()
             if k.split(".")[0] in ("50", "90", "99")}) for job in run.jobs]
-    text = received.text(f"{step.id}.out") or ""
-    return [PhaseOps(p.name, p.ops, p.elapsed_ns / 1e9, p.extra)
-            for p in workload_output.parse(text)]
+    elif workload.output == "result-lines":
+        phases += [PhaseOps(p.name, p.ops, p.elapsed_ns / 1e9, p.extra)
+                   for p in workload_output.parse(out)]
+        if not phases:
+            raise MissingOutput("output = result-lines, but the program printed no "
+                                "'result phase=...' line")
+    elif workload.output == "none" and workload.ops:
+        phases.append(PhaseOps(workload.name, workload.ops_for(step.procs),
+                               _timed_s(step, window), {}))
+    if workload.matches:
+        patterns = [workload_output.Pattern(m.phase, m.pattern, f"{workload.path}:{m.lineno}")
+                    for m in workload.matches]
+        text = out + "\n" + (received.text(f"{step.id}.err") or "")
+        timed = _timed_s(step, window)
+        for m in workload_output.parse_matches(text, patterns, workload.name):
+            elapsed = m.elapsed_s if m.elapsed_s is not None else (
+                m.ops / m.rate if m.ops is not None and m.rate else timed)
+            phases.append(PhaseOps(m.name, m.ops, elapsed, m.extra, m.rate))
+    names = [p.name for p in phases]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise MissingOutput(f"phase {twice[0]!r} reported twice (by result lines and a match "
+                            f"key?): name the match key's phase otherwise")
+    return phases
 
 
 def _parse_status(text: str | None) -> dict[str, str]:
@@ -71,48 +149,70 @@ def _retries(text: str) -> dict[str, int]:
 
 
 def step_numbers(step: Step, received: channel.Received, order: LockOrder) -> StepNumbers:
+    workload = step.workload
     status = _parse_status(received.text(f"{step.id}.status"))
     exit_code = int(status["exit"]) if status.get("exit", "").lstrip("-").isdigit() else None
+    window = Window.parse(received.text(f"{step.id}.window"))
     figures: list[Figure] = []
     error = ""
-    try:
-        phases = _phases(step, received)
-    except (workload_output.OutputError, fio.FioError) as err:
-        phases, error = [], f"unparsable output: {err}"
+    phases: list[PhaseOps] = []
+    if exit_code is not None:  # a step that never ended has nothing to miss yet
+        try:
+            phases = _phases(step, received, window)
+        except (workload_output.OutputError, fio.FioError) as err:
+            error = f"unparsable output: {err}"
+        except MissingOutput as err:
+            error = str(err)
+        error = error or _window_error(step, window)
     if status.get("timedout") == "1":
-        error = f"killed at its {step.workload.timeout_s}s limit"
+        error = f"killed at its {workload.timeout_s}s limit"
     elif exit_code not in (None, 0):
         error = (received.text(f"{step.id}.err") or "").strip()[-500:] or f"exit {exit_code}"
+    note = ""
+    if workload.output == "none" and not workload.ops:
+        note = "no throughput: output = none (declare ops to get one)"
+        if exit_code is not None:
+            figures.append(Figure(workload.name, "", "exit_code", exit_code, ""))
+        timed = _timed_s(step, window)
+        if timed is not None:
+            figures.append(Figure(workload.name, "", "elapsed", timed, "s"))
     for phase in phases:
-        figures += [Figure(phase.name, "", "ops", phase.ops, step.workload.unit),
-                    Figure(phase.name, "", "elapsed", phase.elapsed_s, "s")]
-        if phase.elapsed_s > 0:
-            figures.append(Figure(phase.name, "", "throughput", phase.ops / phase.elapsed_s,
-                                  f"{step.workload.unit}/s"))
+        if phase.ops is not None:
+            figures.append(Figure(phase.name, "", "ops", phase.ops, workload.unit))
+        if phase.elapsed_s is not None:
+            figures.append(Figure(phase.name, "", "elapsed", phase.elapsed_s, "s"))
+        if phase.throughput is not None:
+            figures.append(Figure(phase.name, "", "throughput", phase.throughput,
+                                  f"{workload.unit}/s"))
         for key, value in phase.extra.items():
-            figures.append(Figure(phase.name, "", key, value, "ns" if key.endswith("_ns") else ""))
+            figures.append(Figure(phase.name, "", key, value, workload_output.unit_of(key)))
 
-    # Lock windows: per phase when the program windowed them, else one for the step.
-    windows = ({p.name: p.ops for p in phases} if step.workload.windowed
-               else {"all": sum(p.ops for p in phases)})
+    # Lock windows: per phase when the program windowed them, else one for the
+    # step, named after its phase when it has exactly one (after the workload
+    # when it has none).
+    if workload.window == "program":
+        windows = {p.name: (p.name, p.ops or 0) for p in phases}
+    else:
+        label = phases[0].name if len(phases) == 1 else "all" if phases else workload.name
+        windows = {"all": (label, sum(p.ops or 0 for p in phases))}
     valid: bool | None = None
-    for phase, ops in windows.items():
-        text = received.text(f"{step.id}.{phase}.lock_stat")
+    for window_name, (phase, ops) in windows.items():
+        text = received.text(f"{step.id}.{window_name}.lock_stat")
         if text is not None:
             dump = lockstat.parse(text)
             valid = dump.valid if valid is None else (valid and dump.valid)
             for role in order.totals_by_role(dump.classes):
                 figures += _lock_figures(phase, role, ops)
-        retries = received.text(f"{step.id}.{phase}.retries")
+        retries = received.text(f"{step.id}.{window_name}.retries")
         if retries is not None:
             for name, count in _retries(retries).items():
                 figures.append(Figure(phase, "", f"retries.{name}", count, "count"))
                 if ops:
                     figures.append(Figure(phase, "", f"retries.{name}_per_op", count / ops,
-                                          f"per {step.workload.unit}"))
+                                          f"per {workload.unit}"))
     lockdep_on = {"1": True, "0": False}.get(status.get("debug_locks", ""))
     return StepNumbers(exit_code, status.get("timedout") == "1", tuple(figures), valid, error,
-                       lockdep_on)
+                       lockdep_on, note)
 
 
 def _lock_figures(phase: str, role: RoleTotals, ops: int) -> list[Figure]:

@@ -30,16 +30,21 @@ def make_steps(items: list[tuple[Workload, str, int]]) -> list[Step]:
 
 
 def render(steps: list[Step], cpus: int, header: str) -> str:
+    """The plan: one run_step line per step. The run line travels as one quoted
+    argument, so its ';', '|', '>' and '#' act inside the step's own shell."""
     lines = [f"# {line}" for line in header.splitlines()]
     lines.append(f"echo '{protocol.MARK} plan of {len(steps)} steps'")
     devices = protocol.disk_devices({step.fs for step in steps})
     for step in steps:
         dev = devices.get(step.fs, "")
-        command = step.workload.command(procs=step.procs, cpus=cpus, fs=step.fs, dev=dev,
-                                        prefix=f"/tmp/{step.id}")
-        lines.append(" ".join([
-            "run_step", step.id, step.fs, dev or "none", str(step.workload.timeout_s),
-            "1" if step.workload.windowed else "0", command]))
+        workload = step.workload
+        command = workload.command(procs=step.procs, cpus=cpus, fs=step.fs, dev=dev,
+                                   prefix=f"/tmp/{step.id}")
+        args = ["run_step", step.id, step.fs, dev or "none", str(workload.timeout_s),
+                workload.window, str(step.procs), command]
+        if workload.window == "lines":
+            args += [workload.lock_start, workload.lock_end]
+        lines.append(" ".join(shlex.quote(arg) for arg in args))
         lines.append(f"# {shlex.quote(step.label)}")
     lines.append("finish")
     return "\n".join(lines) + "\n"

@@ -4,7 +4,8 @@ The console (ttyS0) carries human-readable progress lines that start with
 MARK; the host times steps by them. Results travel on a virtio-serial port
 named RESULTS_PORT, as records (see boot/channel.py). The plan reaches the
 guest through QEMU's fw_cfg as PLAN_FW_CFG. Each filesystem under test is
-mounted on WORK_DIR; disk-backed ones are virtio disks attached in the
+mounted on WORK_DIR (a step's programs get SCRATCH_DIR on it as TMPDIR);
+disk-backed ones are virtio disks attached in the
 order of DISK_FILESYSTEMS, so their device names follow from which of them
 a boot needs.
 
@@ -23,6 +24,9 @@ PLAN_FINISHED = f"{MARK} plan finished"
 PLAN_FW_CFG = "opt/inode-duel/plan"
 RESULTS_PORT = "inode-duel.results"
 WORK_DIR = "/mnt/work"
+# A scratch directory on the filesystem under test, for programs that write
+# temporary files ($TMPDIR, {tmp}): the guest's /tmp is the harness's tmpfs.
+SCRATCH_DIR = f"{WORK_DIR}/.tmp"
 MEMORY_FILESYSTEMS = ("tmpfs",)
 DISK_FILESYSTEMS = ("ext4", "xfs")
 FILESYSTEMS = MEMORY_FILESYSTEMS + DISK_FILESYSTEMS
@@ -46,6 +50,6 @@ def disk_devices(filesystems: set[str] | list[str]) -> dict[str, str]:
 def shell_definitions() -> str:
     """/lib/inode-duel-protocol.sh: the values above for the guest's shell."""
     values = {"MARK": MARK, "PLAN_FW_CFG": PLAN_FW_CFG, "RESULTS_PORT": RESULTS_PORT,
-              "WORK_DIR": WORK_DIR}
+              "WORK_DIR": WORK_DIR, "SCRATCH_DIR": SCRATCH_DIR}
     return ("# Generated from harness/guest/protocol.py: the host's side of the protocol.\n"
             + "".join(f"{name}='{value}'\n" for name, value in values.items()))

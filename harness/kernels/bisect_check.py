@@ -56,7 +56,7 @@ def check_series(layout: Layout, name: str, cpus: int = 2) -> list[PointResult]:
     if not patches:
         raise series.SeriesError(f"series-{name} has no patches")
     smoke = workloads.load_all(layout.workloads)[SMOKE_WORKLOAD]
-    files = initramfs.prepare(layout)
+    files = initramfs.prepare(layout, [smoke])
     results = []
     meter = progress.Steps(len(patches), f"bisect-check {name}")
     for patch in patches:

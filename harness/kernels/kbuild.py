@@ -177,9 +177,12 @@ class BuildProgress:
                 f"{progress.format_duration(elapsed)})")
 
 
-def build(layout: Layout, kernel_name: str, flavour: str, jobs: int | None = None) -> KernelImage:
-    """Build (or find already built) the image of one kernel in one flavour."""
-    return build_kernel(layout, series.resolve(layout, kernel_name), flavour, jobs=jobs)
+def build(layout: Layout, kernel_name: str, flavour: str, jobs: int | None = None,
+          build_missing: bool = True) -> KernelImage:
+    """Build (or find already built) the image of one kernel in one flavour;
+    build_missing=False: find it or fail, naming it (--no-build)."""
+    return build_kernel(layout, series.resolve(layout, kernel_name), flavour, jobs=jobs,
+                        build_missing=build_missing)
 
 
 @contextmanager
@@ -199,10 +202,23 @@ def build_env(layout: Layout) -> dict[str, str]:
                 CCACHE_MAXSIZE=os.environ.get("CCACHE_MAXSIZE", "20G"))
 
 
+def source_for_key(layout: Layout, build_missing: bool) -> source.SourceInfo:
+    """The source an image key names; without building, the installed package's
+    version is enough (no tree is extracted)."""
+    if build_missing:
+        return source.ensure_pristine(layout)
+    version = source.installed_package_version()
+    if version is None:
+        raise BuildError(f"{source.PACKAGE} is not installed: the image keys cannot be "
+                         f"computed (install it, or build)")
+    return source.SourceInfo(version, "", f"pristine/{version}")
+
+
 def build_kernel(layout: Layout, kernel: series.Kernel, flavour: str,
-                 extra_fragments: tuple[Path, ...] = (), jobs: int | None = None) -> KernelImage:
+                 extra_fragments: tuple[Path, ...] = (), jobs: int | None = None,
+                 build_missing: bool = True) -> KernelImage:
     """Build any kernel: a named one, or a test kernel with patches and config of its own."""
-    info = source.ensure_pristine(layout)
+    info = source_for_key(layout, build_missing)
     frags = fragments(layout, flavour) + list(extra_fragments)
     key = image_key(info, kernel, flavour, frags)
     image = KernelImage(kernel.name, flavour, key, layout.image_dir(kernel.name, flavour, key))
@@ -213,6 +229,9 @@ def build_kernel(layout: Layout, kernel: series.Kernel, flavour: str,
         twin = KernelImage(kernel.name, flavour, key, directory)
         if is_built(twin):
             return twin
+    if not build_missing:
+        raise BuildError(f"no image of {kernel.name}/{flavour} (key {key}) in {layout.images}: "
+                         f"expected {image.directory}; nothing is built (--no-build)")
     with build_lock(layout):
         if is_built(image):
             return image

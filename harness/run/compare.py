@@ -36,12 +36,14 @@ class CompareResult:
     reruns: int = 0
 
 
-def build_images(layout: Layout, matrix: Matrix) -> dict[tuple[str, str], kbuild.KernelImage]:
+def build_images(layout: Layout, matrix: Matrix,
+                 build_missing: bool = True) -> dict[tuple[str, str], kbuild.KernelImage]:
     needed = [(k, f) for k in matrix.kernels for f in matrix.flavours]
     images = {}
     for i, (kernel, flavour) in enumerate(needed, 1):
         progress.say(f"kernel {i}/{len(needed)}: {kernel}/{flavour}")
-        images[kernel, flavour] = kbuild.build(layout, kernel, flavour)
+        images[kernel, flavour] = kbuild.build(layout, kernel, flavour,
+                                               build_missing=build_missing)
     return images
 
 
@@ -53,18 +55,19 @@ def probe_spec(layout: Layout, image: kbuild.KernelImage, files: initramfs.Guest
 
 
 def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
-        on_line=None, executor: execute.Executor | None = None) -> CompareResult:
+        on_line=None, executor: execute.Executor | None = None,
+        build_missing: bool = True) -> CompareResult:
     started = time.monotonic()
     run_dir.mkdir(parents=True, exist_ok=True)
     orders = {k: lockorder.for_kernel(layout, k) for k in matrix.kernels}
-    files = initramfs.prepare(layout)
-    images = build_images(layout, matrix)
+    files = initramfs.prepare(layout, matrix.workloads)
+    images = build_images(layout, matrix, build_missing)
     if accel is None:
         first = images[matrix.kernels[0], matrix.flavours[0]]
         accel = qemu.probe_accel(layout.accel_probe,
                                  lambda m: probe_spec(layout, first, files, m))
     machine = host.this_machine(accel)
-    boots = plan_boots(matrix, images, files.initramfs.name, machine)
+    boots = plan_boots(matrix, images, files.digests, machine)
 
     result = CompareResult(run_dir)
     edges: dict[str, set[lockorder.Edge]] = {}

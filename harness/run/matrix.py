@@ -2,8 +2,11 @@
 
 A cell is one step (workload, fs, procs) of one boot configuration (kernel,
 flavour, mode, vCPUs, repetition). Its key names everything that shapes
-the measurement itself: the kernel image, the guest (initramfs), the
-workload declaration, the boot configuration and the machine. What only
+the measurement itself: the kernel image, the guest as the workload sees it
+(the harness's part of the initramfs and the workload's own programs and
+data, guest/initramfs.py: not the whole image, so adding a workload keeps
+the cells of the others), the workload declaration, the boot configuration
+and the machine. What only
 shapes the numbers derived from it (parsers, lock-order files) is not in
 the key: the rows of a reused cell are derived again from its boot folder.
 
@@ -116,6 +119,7 @@ class BootPlan:
 
 def cell_key(image: KernelImage, guest_digest: str, config: BootConfig, workload: Workload,
              fs: str, procs: int, machine: host.Machine) -> str:
+    """guest_digest: the workload's (initramfs.GuestFiles.digests)."""
     h = hashlib.sha256()
     h.update(json.dumps([image.key, guest_digest, config.flavour, config.mode, machine.id,
                          config.cpus, config.repetition, fs, procs]).encode())
@@ -123,9 +127,10 @@ def cell_key(image: KernelImage, guest_digest: str, config: BootConfig, workload
     return h.hexdigest()[:20]
 
 
-def plan_boots(matrix: Matrix, images: dict[tuple[str, str], KernelImage], guest_digest: str,
-               machine: host.Machine) -> list[BootPlan]:
-    """Every boot configuration of the matrix with its cells, in run order."""
+def plan_boots(matrix: Matrix, images: dict[tuple[str, str], KernelImage],
+               guest_digests: dict[str, str], machine: host.Machine) -> list[BootPlan]:
+    """Every boot configuration of the matrix with its cells, in run order;
+    guest_digests: per workload name, as initramfs.prepare gives them."""
     boots = []
     for config in matrix.boots(machine.accel):
         image = images[config.kernel, config.flavour]
@@ -133,7 +138,8 @@ def plan_boots(matrix: Matrix, images: dict[tuple[str, str], KernelImage], guest
         for workload in matrix.workloads:
             for fs in workload.filesystems:
                 for procs in workload.procs_for(config.cpus):
-                    key = cell_key(image, guest_digest, config, workload, fs, procs, machine)
+                    key = cell_key(image, guest_digests[workload.name], config, workload, fs,
+                                   procs, machine)
                     boot.cells.append(Cell(config, workload, fs, procs, key))
         boots.append(boot)
     return boots

@@ -1,5 +1,6 @@
 """Config fragments must survive into .config; image keys follow their inputs."""
 
+import dataclasses
 import os
 import subprocess
 
@@ -101,3 +102,28 @@ def test_build_progress_counts_compile_steps_and_estimates_the_time_left():
     unknown = kbuild.BuildProgress("base/perf", "incremental", 0, started=0.0)
     assert unknown.line("  CC      fs/inode.o", 45.0) == \
         "  base/perf: 1 steps (first incremental build, 45s)"
+
+
+def test_no_build_finds_an_image_elsewhere_or_names_the_missing_one(tmp_path, layout):
+    """--images DIR --no-build: an image another build folder (or a shared cache)
+    made is booted as it is; a missing one is an error naming it, never built."""
+    if source.installed_package_version() is None:
+        pytest.skip(f"{source.PACKAGE} is not installed: no image key to compute")
+    layout.configs.mkdir(parents=True)
+    for name in ("guest.config", "perf.config"):
+        (layout.configs / name).write_text("CONFIG_SMP=y\n")
+    store = tmp_path / "shared-images"
+    elsewhere = dataclasses.replace(layout, image_store=store)
+    with pytest.raises(kbuild.BuildError, match=f"no image of mainline/perf \\(key [0-9a-f]+\\) "
+                                                f"in {store}: expected {store}/mainline-perf-"):
+        kbuild.build(elsewhere, "mainline", "perf", build_missing=False)
+    assert not layout.src.joinpath("Makefile").exists()  # no tree was extracted either
+    key = kbuild.image_key(kbuild.source_for_key(layout, False),
+                           series.resolve(layout, "mainline"), "perf",
+                           kbuild.fragments(layout, "perf"))
+    built = store / f"mainline-perf-{key}"
+    built.mkdir(parents=True)
+    (built / "bzImage").write_bytes(b"kernel")
+    (built / "meta.json").write_text("{}")
+    image = kbuild.build(elsewhere, "mainline", "perf", build_missing=False)
+    assert image.bzimage == built / "bzImage"

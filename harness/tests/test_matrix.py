@@ -59,8 +59,8 @@ def test_plan_has_every_cell_of_every_boot(tmp_path):
     m = matrix.Matrix(kernels=["mainline"], cpus=[1, 2], workloads=chosen, repeat=1,
                       icount_repeat=0, flavours=("perf",))
     image = kbuild.KernelImage("mainline", "perf", "k1", tmp_path)
-    boots = matrix.plan_boots(m, {("mainline", "perf"): image}, "g",
-                              host.Machine("cpu", 2, "tcg"))
+    boots = matrix.plan_boots(m, {("mainline", "perf"): image},
+                              {w.name: "g" for w in chosen}, host.Machine("cpu", 2, "tcg"))
     assert [b.config.cpus for b in boots] == [1, 2]
     per_boot = sum(len(w.filesystems) * len(w.procs_for(1)) for w in chosen)
     assert len(boots[0].cells) == per_boot

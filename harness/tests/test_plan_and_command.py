@@ -1,5 +1,7 @@
 """What the host hands the guest: the plan script and the QEMU command line."""
 
+import shlex
+import subprocess
 from pathlib import Path
 
 from harness.boot import qemu
@@ -15,13 +17,45 @@ def test_plan_runs_each_step_on_its_device_and_finishes():
     script = plan.render(steps, 2, "boot x\nkernel y")
     lines = script.splitlines()
     assert lines[:2] == ["# boot x", "# kernel y"]
-    runs = [line.split()[:6] for line in lines if line.startswith("run_step ")]
+    runs = [shlex.split(line)[:7] for line in lines if line.startswith("run_step ")]
     # Disks are attached in protocol order (ext4, then xfs) whatever the step order.
-    assert runs == [["run_step", "s01", "tmpfs", "none", str(create.timeout_s), "1"],
-                    ["run_step", "s02", "xfs", "/dev/vdb", str(create.timeout_s), "1"],
-                    ["run_step", "s03", "ext4", "/dev/vda", str(create.timeout_s), "1"]]
+    limit = str(create.timeout_s)
+    assert runs == [["run_step", "s01", "tmpfs", "none", limit, "program", "2"],
+                    ["run_step", "s02", "xfs", "/dev/vdb", limit, "program", "2"],
+                    ["run_step", "s03", "ext4", "/dev/vda", limit, "program", "1"]]
     assert f"-L /tmp/s02 {protocol.WORK_DIR}" in script
     assert lines[-1] == "finish"
+
+
+RUN_LINE_THAT_WOULD_BREAK_THE_PLAN = """\
+name    = breaker
+summary = a run line with everything that used to act on the harness's own step command
+run     = echo 'a # not a comment' > {tmp}/x; cat {tmp}/x | tr a b; echo "{procs} workers in {dir}" >&2; awk '{print $1}' {tmp}/x
+output  = none
+fs      = tmpfs
+procs   = 3
+"""
+
+
+def test_run_line_stays_one_argument_of_its_step(tmp_path):
+    """';', '|', '>', '#' and braces of a run line reach the step's own shell
+    intact, as one argument, after the plan's shell has read it."""
+    path = tmp_path / "breaker.wl"
+    path.write_text(RUN_LINE_THAT_WOULD_BREAK_THE_PLAN)
+    breaker = workloads.parse(path)
+    assert "'a # not a comment'" in breaker.run  # '#' inside a value is not a comment
+    script = plan.render(plan.make_steps([(breaker, "tmpfs", 3)]), 2, "x")
+    # The plan's shell, with run_step replaced by a probe that prints its arguments.
+    probe = 'run_step() { for a; do printf "<%s>\\n" "$a"; done; }; finish() { :; }\n'
+    out = [line for line in subprocess.run(["/bin/busybox", "sh", "-c", probe + script],
+                                           capture_output=True, text=True,
+                                           check=True).stdout.splitlines()
+           if line.startswith("<")]
+    assert out == ["<s01>", "<tmpfs>", "<none>", "<300>", "<harness>", "<3>",
+                       f"<echo 'a # not a comment' > {protocol.SCRATCH_DIR}/x; cat "
+                       f"{protocol.SCRATCH_DIR}/x | tr a b; echo \"3 workers in "
+                       f"{protocol.WORK_DIR}\" >&2; awk '{{print $1}}' {protocol.SCRATCH_DIR}/x>"]
+    assert len(out) == 7
 
 
 def test_disk_devices_follow_protocol_order():

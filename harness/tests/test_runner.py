@@ -136,7 +136,9 @@ def test_steps_after_lockdep_went_off_are_unchecked_and_a_hung_task_is_a_hang(tm
     folder.mkdir()
     shutil.copy(REPO_ROOT / "harness" / "test_data" / "console" /
                 "captured-splat-bad-page+circular+hung-task.log", folder / "console.log")
-    raw = b"".join(_encode(f"s0{i}.status", b"exit=0 timedout=0 debug_locks=1\n")
+    # Each step delivered its declared output: a missing one is a workload-error.
+    raw = b"".join(_encode(f"s0{i}.out", b"result phase=x ops=1 elapsed_ns=1 procs=1\n")
+                   + _encode(f"s0{i}.status", b"exit=0 timedout=0 debug_locks=1\n")
                    for i in (1, 2, 3)) + _encode("done", b"ok\n")
     (folder / "results.raw").write_bytes(raw)
     runner.HostView(0, False, 30.0, 0.0, 5.0, ()).save(folder)

@@ -61,3 +61,63 @@ def test_every_shipped_workload_is_valid():
     assert workloads.select(known, "all") == list(known.values())
     with pytest.raises(workloads.WorkloadError, match="unknown workload 'nope'"):
         workloads.select(known, "nope")
+
+
+OUTSIDE = """\
+# stress-ng as a user would declare it
+name       = outside
+summary    = an outside program   # this is part of the summary, not a comment
+packages   = busybox-static
+binaries   = /usr/bin/env
+run        = stress-ng --dentry {procs} --temp-path {tmp} | awk '{print $1}' > {tmp}/log; cat {tmp}/log
+output     = match
+match      = (?P<phase>dentry)\\s+(?P<ops>\\d+)
+match.total = ^total (?P<rate>[0-9.]+) ops/s, p99 (?P<p99_latency_ms>[0-9.]+) ms
+lock-start = dispatching hogs
+procs      = 1 2 8<=cpus
+fs         = ext4
+"""
+
+
+def test_outside_program_declaration(tmp_path):
+    w = workloads.parse(write(tmp_path, OUTSIDE, "outside.wl"))
+    assert w.summary == "an outside program   # this is part of the summary, not a comment"
+    assert [p.value for p in w.packages] == ["busybox-static"]
+    assert [(b.value, b.lineno) for b in w.binaries] == [("/usr/bin/env", 5)]
+    assert [(m.phase, m.lineno) for m in w.matches] == [(None, 8), ("total", 9)]
+    assert w.window == "lines" and w.lock_start == "dispatching hogs" and w.lock_end == ""
+    # Known placeholders are filled in; a shell's or awk's braces are left alone.
+    assert w.command(procs=2, cpus=2, fs="ext4", dev="/dev/vda", prefix="/tmp/s01") == (
+        "stress-ng --dentry 2 --temp-path /mnt/work/.tmp | awk '{print $1}' > "
+        "/mnt/work/.tmp/log; cat /mnt/work/.tmp/log")
+    assert w.procs_for(2) == [1, 2] and w.procs_for(8) == [1, 2, 8]
+
+
+def test_ops_names_the_operations_of_a_silent_program(tmp_path):
+    text = GOOD.replace("output = result-lines", "output = none\nops = 2000 * {procs} + 1")
+    w = workloads.parse(write(tmp_path, text.replace("windowed = yes\n", "")))
+    assert w.ops_for(4) == 8001 and w.window == "harness"
+
+
+@pytest.mark.parametrize("text, message", [
+    (GOOD + "colour = blue\n", "demo.wl:8: unknown key 'colour'"),
+    (GOOD.replace("output = result-lines", "output = match"),
+     "demo.wl:4: output = match needs at least one 'match' key"),
+    (GOOD + "match = (?P<ops>\\d+\n", "demo.wl:8: match: not a regular expression"),
+    (GOOD + "match = \\d+ ops\n", "demo.wl:8: match: no named group"),
+    (GOOD + "match.x y = (?P<ops>\\d+)\n", "demo.wl:8: match.x y: 'x y' is not a phase name"),
+    (GOOD + "match.x = (?P<phase>\\w+) (?P<ops>\\d+)\n", "demo.wl:8: match.x: a group 'phase'"),
+    (GOOD.replace("output = result-lines", "output = fio-json") + "match = (?P<ops>\\d+)\n",
+     "demo.wl:8: match needs output = match or result-lines"),
+    (GOOD + "ops = 1000\n", "demo.wl:8: ops names the operations of a program that reports "
+                            "none: it needs output = none"),
+    (GOOD.replace("output = result-lines", "output = none") + "ops = {procs} ** 2\n",
+     "demo.wl:8: ops: '1 \\*\\* 2' is not a sum or product"),
+    (GOOD.replace("output = result-lines", "output = none") + "ops = {cpus}\n",
+     "demo.wl:8: ops: unknown placeholder {cpus}"),
+    (GOOD + "lock-start = go\n", "demo.wl:8: lock-start with windowed = yes"),
+    (GOOD.replace("procs = 1 cpus", "procs = 1 8<=host"), "demo.wl:6: procs: '8<=host'"),
+])
+def test_new_keys_are_checked_with_file_and_line(tmp_path, text, message):
+    with pytest.raises(workloads.WorkloadError, match=message.replace("{", r"\{")):
+        workloads.parse(write(tmp_path, text))

@@ -64,8 +64,8 @@ fs_mount() { # fs_mount FS DEVICE
 	esac
 }
 
-fs_clean_umount() {
-	rm -rf "${WORK_DIR:?}"/* 2>/dev/null
+fs_clean_umount() { # dot entries too: the scratch directory, a program's .files
+	rm -rf "${WORK_DIR:?}"/* "${WORK_DIR:?}"/.[!.]* "${WORK_DIR:?}"/..?* 2>/dev/null
 	umount "$WORK_DIR"
 }
 
@@ -87,29 +87,39 @@ run_limited() {
 	return $rc
 }
 
-# run_step ID FS DEVICE TIMEOUT WINDOWED CMD...
-# WINDOWED=1: the program resets and saves lock_stat around its own timed
-# phases (-L /tmp/ID); WINDOWED=0: reset before and save after the command.
+# run_step ID FS DEVICE TIMEOUT WINDOW PROCS COMMAND [LOCK_START [LOCK_END]]
+# COMMAND is the workload's run line: one line of shell, run by `sh -e -c`
+# under stepwatch (a process group of its own, killed at the limit), in
+# $SCRATCH_DIR on the filesystem under test, which is also its TMPDIR. Its
+# pipes and redirections stay inside it. Who brackets lock_stat (WINDOW):
+#   program  the command, around its own timed phases (/tmp/ID.PHASE.lock_stat)
+#   harness  reset before and saved after the command (/tmp/ID.all.lock_stat)
+#   lines    stepwatch, between the LOCK_START and LOCK_END lines of its output
+# stepwatch leaves /tmp/ID.window: the command's and the window's durations.
 run_step() {
-	id=$1 fs=$2 dev=$3 limit=$4 windowed=$5
-	shift 5
-	echo "$MARK step $id begin: $*"
+	id=$1 fs=$2 dev=$3 limit=$4 window=$5 procs=$6 cmd=$7 lock_start=${8:-} lock_end=${9:-}
+	echo "$MARK step $id begin: $cmd"
 	if ! fs_mount "$fs" "$dev"; then
 		emit_text "$id.status" "exit=mount-failed"
 		echo "$MARK step $id end: mount failed"
 		return
 	fi
+	mkdir -p "$SCRATCH_DIR"
 	echo 3 > /proc/sys/vm/drop_caches
-	[ "$windowed" = 1 ] || lockstat_reset
+	[ "$window" = harness ] && lockstat_reset
 	start=$(cut -d' ' -f1 /proc/uptime)
-	run_limited "$id" "$limit" "$@" > "/tmp/$id.out" 2> "/tmp/$id.err"
+	run_limited "$id" "$limit" env TMPDIR="$SCRATCH_DIR" INODE_DUEL_PREFIX="/tmp/$id" \
+		INODE_DUEL_PROCS="$procs" INODE_DUEL_LOCK_START="$lock_start" \
+		INODE_DUEL_LOCK_END="$lock_end" stepwatch -p "/tmp/$id" -C "$SCRATCH_DIR" -- "$cmd" \
+		> "/tmp/$id.out" 2> "/tmp/$id.err" < /dev/null
 	rc=$?
 	end=$(cut -d' ' -f1 /proc/uptime)
 	timedout=0
 	[ -f "/tmp/$id.timedout" ] && timedout=1
-	[ "$windowed" = 1 ] || lockstat_save "/tmp/$id.all"
+	[ "$window" = harness ] && lockstat_save "/tmp/$id.all"
 	emit "$id.out" "/tmp/$id.out"
 	emit "$id.err" "/tmp/$id.err"
+	emit "$id.window" "/tmp/$id.window"
 	for f in /tmp/$id.*.lock_stat /tmp/$id.*.retries /tmp/$id.*.json; do
 		[ -f "$f" ] && emit "${f#/tmp/}" "$f"
 	done

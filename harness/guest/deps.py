@@ -1,0 +1,229 @@
+"""What a workload brings into the guest: its programs and data, resolved on the host.
+
+A declaration names host binaries (`binaries`), Debian packages
+(`packages`) and data files (`files`); the run line names programs of
+workloads/src and the harness's guest scripts. Each becomes guest files:
+the program or file itself, every file of a package except its
+documentation, and the shared libraries of every dynamically linked
+program among them (found with ldd, loader included). Host paths are
+taken the way the host resolves them (/bin is /usr/bin on a merged-/usr
+system); the guest keeps those paths.
+
+Every error names the declaration's file and line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.guest.workloads import Declared, Workload, WorkloadError
+
+# Package files the guest never needs.
+SKIPPED_PREFIXES = ("/usr/share/doc/", "/usr/share/doc-base/", "/usr/share/man/",
+                    "/usr/share/info/", "/usr/share/lintian/", "/usr/share/bug/",
+                    "/usr/share/bash-completion/", "/usr/share/locale/", "/usr/share/menu/")
+LOCAL_BIN = "/usr/local/bin"  # where binaries given relative to workloads/ go
+DATA_DIR = "/workloads"  # where files go
+RUN_LINE_WORD = re.compile(r"[A-Za-z0-9_.+/-]+")
+
+
+@dataclass(frozen=True)
+class GuestFile:
+    path: str  # absolute guest path
+    mode: int  # with the file type: S_IFREG, S_IFDIR or S_IFLNK
+    data: bytes  # content; a symbolic link's target
+    origin: str  # what brought it, for messages: "binaries (x.wl:7)"
+
+
+def _where(workload: Workload, item: Declared) -> str:
+    return f"{workload.path}:{item.lineno}"
+
+
+def regular(path: str, host: Path, origin: str, mode: int | None = None) -> GuestFile:
+    """A host file's content (symbolic links followed) at a guest path."""
+    perm = stat.S_IMODE(host.stat().st_mode) if mode is None else mode
+    return GuestFile(path, stat.S_IFREG | perm, host.read_bytes(), origin)
+
+
+def is_elf(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def shared_libraries(binary: Path) -> list[Path]:
+    """The libraries the dynamic loader would map for binary, loader included;
+    none for a static binary."""
+    out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True)
+    if "not a dynamic executable" in out.stdout + out.stderr or \
+            "statically linked" in out.stdout:
+        return []
+    if out.returncode != 0:
+        raise WorkloadError(f"ldd {binary} failed: {out.stderr.strip()}")
+    libs = []
+    for line in out.stdout.splitlines():
+        if "not found" in line:
+            raise WorkloadError(f"{binary}: {line.strip()}")
+        found = re.search(r"(?:=>\s*)?(/\S+)\s+\(0x", line)
+        if found:
+            libs.append(Path(found.group(1)))
+    return libs
+
+
+def libraries_of(host: Path, origin: str) -> list[GuestFile]:
+    """The shared libraries of a host program, at the paths ldd names them."""
+    if not is_elf(host):
+        return []
+    return [regular(str(lib), lib, f"a library of {host} ({origin})", 0o755)
+            for lib in shared_libraries(host)]
+
+
+def host_path(path: str) -> str:
+    """A path as the host resolves its directories: /bin/x -> /usr/bin/x on merged /usr."""
+    parent, name = os.path.split(path)
+    return os.path.join(os.path.realpath(parent), name)
+
+
+# -- binaries
+
+
+def binary_host_path(workloads_dir: Path, item: Declared) -> Path:
+    path = Path(item.value)
+    return path if path.is_absolute() else workloads_dir / path
+
+
+def binary_files(workloads_dir: Path, workload: Workload) -> list[GuestFile]:
+    out: list[GuestFile] = []
+    for item in workload.binaries:
+        host = binary_host_path(workloads_dir, item)
+        where = _where(workload, item)
+        if not host.exists():
+            hint = "" if Path(item.value).is_absolute() else f" (relative to {workloads_dir})"
+            raise WorkloadError(f"{where}: binaries: {item.value} does not exist{hint}")
+        if not host.is_file() or not os.access(host, os.X_OK):
+            raise WorkloadError(f"{where}: binaries: {item.value} is not an executable file")
+        guest = host_path(str(host)) if Path(item.value).is_absolute() \
+            else f"{LOCAL_BIN}/{host.name}"
+        origin = f"binaries ({where})"
+        out.append(regular(guest, host.resolve(), origin))
+        out += libraries_of(host, origin)
+    return out
+
+
+# -- packages
+
+
+def package_installed(name: str) -> bool:
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Status}", name], capture_output=True,
+                         text=True)
+    return out.returncode == 0 and out.stdout.strip() == "install ok installed"
+
+
+def package_installable(name: str) -> bool:
+    """apt knows a candidate version of it (after apt-get update)."""
+    out = subprocess.run(["apt-cache", "policy", name], capture_output=True, text=True)
+    found = re.search(r"Candidate:\s*(\S+)", out.stdout)
+    return bool(found) and found.group(1) != "(none)"
+
+
+def package_paths(name: str) -> list[str]:
+    out = subprocess.run(["dpkg-query", "-L", name], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise WorkloadError(f"dpkg-query -L {name}: {out.stderr.strip()}")
+    return [line for line in out.stdout.splitlines()
+            if line.startswith("/") and line != "/." and not line.startswith(SKIPPED_PREFIXES)]
+
+
+def package_files(workload: Workload) -> list[GuestFile]:
+    out: list[GuestFile] = []
+    for item in workload.packages:
+        where = _where(workload, item)
+        if not package_installed(item.value):
+            raise WorkloadError(f"{where}: packages: {item.value} is not installed: `make deps` "
+                                f"installs the packages workloads declare")
+        origin = f"package {item.value} ({where})"
+        for path in package_paths(item.value):
+            host = Path(path)
+            guest = host_path(path)
+            if host.is_dir():
+                # A directory, or a link to one (/lib on merged /usr): its
+                # files come at their resolved paths.
+                if not host.is_symlink():
+                    out.append(GuestFile(guest, stat.S_IFDIR | 0o755, b"", origin))
+            elif host.is_symlink():
+                out.append(GuestFile(guest, stat.S_IFLNK | 0o777,
+                                     os.readlink(host).encode(), origin))
+            elif host.is_file():
+                out.append(regular(guest, host, origin))
+                if os.access(host, os.X_OK) or ".so" in host.name:
+                    out += libraries_of(host, origin)
+    return out
+
+
+# -- data files and programs named in the run line
+
+
+def data_files(workloads_dir: Path, workload: Workload) -> list[GuestFile]:
+    out = []
+    for item in workload.files:
+        host = workloads_dir / item.value
+        where = _where(workload, item)
+        if Path(item.value).is_absolute() or ".." in Path(item.value).parts:
+            raise WorkloadError(f"{where}: files: {item.value} must be a path inside "
+                                f"{workloads_dir}")
+        if not host.is_file():
+            raise WorkloadError(f"{where}: files: {host} does not exist")
+        out.append(regular(f"{DATA_DIR}/{item.value}", host, f"files ({where})", 0o644))
+    return out
+
+
+def programs_named(workload: Workload, programs: dict[str, GuestFile]) -> list[GuestFile]:
+    """The programs of /bin (ours and the harness's scripts) the run line names."""
+    words = set(RUN_LINE_WORD.findall(workload.run))
+    return [programs[w] for w in sorted(words) if w in programs]
+
+
+def workload_files(workloads_dir: Path, workload: Workload,
+                   programs: dict[str, GuestFile]) -> list[GuestFile]:
+    """Everything one workload needs in the guest besides the harness itself."""
+    return (programs_named(workload, programs) + binary_files(workloads_dir, workload)
+            + package_files(workload) + data_files(workloads_dir, workload))
+
+
+def declared_packages(workloads: list[Workload]) -> list[str]:
+    return list(dict.fromkeys(p.value for w in workloads for p in w.packages))
+
+
+def check_packages(workloads: list[Workload]) -> list[str]:
+    """Packages installed, or installable (notes); anything else is an error."""
+    notes = []
+    for workload in workloads:
+        for item in workload.packages:
+            if package_installed(item.value):
+                continue
+            if package_installable(item.value):
+                notes.append(f"{_where(workload, item)}: package {item.value} is not installed "
+                             f"yet: `make deps` (and every make target that boots) installs it")
+            else:
+                raise WorkloadError(f"{_where(workload, item)}: packages: {item.value} is not "
+                                    f"installed and apt knows no such package (a typo? "
+                                    f"apt-get update?)")
+    return notes
+
+
+def check(workloads_dir: Path, workloads: list[Workload]) -> list[str]:
+    """What `make check-workloads` checks on the host: every binary and data file
+    exists (with its libraries), every package is installed or installable.
+    Errors raise, naming file and line; notes are returned."""
+    notes = check_packages(workloads)
+    for workload in workloads:
+        binary_files(workloads_dir, workload)
+        data_files(workloads_dir, workload)
+    return notes
