@@ -11,6 +11,9 @@
 # REPEAT (perf boots per kernel and vCPU count), DEBUG_REPEAT, ICOUNT_REPEAT,
 # WORKLOADS, FLAVOURS, BASELINE, FULL=1 (all workloads, REPEAT=5,
 # ICOUNT_REPEAT=3), V=1 (echo the guest console).
+# On a cluster: EXECUTOR=slurm SLURM_PARTITION=name [SLURM_SHARED=dir seen by
+# every node, default RESULTS_DIR/slurm] [SLURM_OPTIONS="--account=x ..."].
+# Kernel builds over distcc: DISTCC_HOSTS="host/N ..." (in the environment).
 
 PYTHON ?= /usr/bin/python3
 # Knobs are passed on only when set: their defaults live in harness/run/matrix.py.
@@ -25,10 +28,15 @@ RUN_DIR ?=
 BASELINE ?=
 FULL ?=
 V ?=
+EXECUTOR ?= local
+SLURM_PARTITION ?=
+SLURM_SHARED ?=
+SLURM_OPTIONS ?=
 
 HARNESS = $(PYTHON) -m harness
 PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static fio gnuplot-nox \
-	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs xfsprogs gcc make
+	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs xfsprogs gcc make \
+	slurm-wlm munge distcc
 DEPS_STAMP = build/.deps-$(shell echo $(PACKAGES) | md5sum | cut -c1-8)
 
 .PHONY: compare report reference kernels bisect-check compile-check test unit-test clean deps check-workloads
@@ -38,7 +46,10 @@ compare: $(DEPS_STAMP) check-workloads
 		$(if $(REPEAT),--repeat $(REPEAT)) $(if $(DEBUG_REPEAT),--debug-repeat $(DEBUG_REPEAT)) \
 		$(if $(ICOUNT_REPEAT),--icount-repeat $(ICOUNT_REPEAT)) $(if $(FULL),--full) \
 		--workloads $(WORKLOADS) --flavours $(FLAVOURS) $(if $(BASELINE),--baseline $(BASELINE)) \
-		$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v)
+		$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v) --executor $(EXECUTOR) \
+		$(if $(SLURM_PARTITION),--slurm-partition '$(SLURM_PARTITION)') \
+		$(if $(SLURM_SHARED),--slurm-shared '$(SLURM_SHARED)') \
+		$(if $(SLURM_OPTIONS),--slurm-options='$(SLURM_OPTIONS)')
 
 report:
 	$(HARNESS) report $(RUN_DIR) $(if $(BASELINE),--baseline $(BASELINE))

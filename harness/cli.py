@@ -4,11 +4,13 @@
     build [--flavour F] KERNEL...                     build (or find) kernel images
     boot KERNEL [--flavour F] [--cpus N] ...          one boot, workloads of your choice
     compare [--kernels ...] [--cpus ...] ...          the measurement matrix, then its report
+            [--executor slurm --slurm-partition P]    ... with every boot a Slurm job
     report [RUN_DIR] [--baseline K]                   report.md and report.html of a run
     reference [RUN_DIR] | --check                     publish a run as results/reference
     bisect-check SERIES                               every patch builds, boots, checkpatch
     compile-check KERNEL [--grep RE]                  touched files compile under allmodconfig
     check-workloads                                   validate workloads/*.wl
+    node-boot SPEC | node-probe SPEC                  what a cluster job runs (run/nodejob.py)
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sys
 import time
@@ -27,7 +30,7 @@ from harness.guest import initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
 from harness.report import charts, document, reference
-from harness.run import compare, matrix
+from harness.run import compare, matrix, nodejob, slurm
 from harness.layout import default_layout, slug
 
 def _read(path: str) -> str:
@@ -160,7 +163,8 @@ def cmd_compare(args) -> int:
                  f"run folder {run_dir}")
     result = compare.run(layout, wanted, run_dir, accel=args.accel,
                          on_line=None if not args.verbose
-                         else (lambda line: print(line, file=sys.stderr)))
+                         else (lambda line: print(line, file=sys.stderr)),
+                         site=site_of(args, layout))
     latest = layout.latest
     if latest.is_symlink() or not latest.exists():
         latest.unlink(missing_ok=True)
@@ -171,6 +175,17 @@ def cmd_compare(args) -> int:
     md, page = document.write(layout, run_dir, args.baseline)
     progress.say(f"report: {md} and {page}")
     return 0
+
+
+def site_of(args, layout) -> compare.Site:
+    """Where the boots run: this machine, or the nodes of a Slurm partition."""
+    if args.executor == "local":
+        return compare.local_site
+    if not args.slurm_partition:
+        raise slurm.SlurmError("--executor slurm needs --slurm-partition (SLURM_PARTITION=)")
+    shared = Path(args.slurm_shared) if args.slurm_shared else layout.results / "slurm"
+    return slurm.site(slurm.SlurmConfig(args.slurm_partition, shared.resolve(),
+                                        tuple(shlex.split(args.slurm_options or ""))))
 
 
 def cmd_report(args) -> int:
@@ -277,6 +292,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-dir")
     p.add_argument("--baseline", help="kernel the others are compared to (default: mainline)")
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--executor", choices=["local", "slurm"], default="local",
+                   help="boot here, or as Slurm jobs (run/slurm.py)")
+    p.add_argument("--slurm-partition", help="the partition the boots run on")
+    p.add_argument("--slurm-shared",
+                   help="a directory at the same path on every node (default: RESULTS_DIR/slurm)")
+    p.add_argument("--slurm-options", help="more sbatch/srun options, e.g. '--account=x'")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("report", help="write report.md/report.html of a run folder")
@@ -303,12 +324,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check-workloads", help="validate workloads/*.wl")
     p.set_defaults(func=cmd_check_workloads)
+    nodejob.add_commands(sub)
     return parser
 
 
 ERRORS = (series.SeriesError, kbuild.BuildError, workloads.WorkloadError, source.SourceError,
           initramfs.GuestError, qemu.QemuError, charts.ChartError, reference.ReferenceError,
-          FileNotFoundError)
+          slurm.SlurmError, nodejob.NodeJobError, FileNotFoundError)
 
 
 def _terminated(signum, frame) -> None:
