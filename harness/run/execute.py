@@ -214,7 +214,9 @@ def measure(layout: Layout, pending: list[tuple[BootConfig, KernelImage, list[Ce
             retry: list[Cell] = []
             for cell, outcome in zip(job.cells, record.steps):
                 done = reruns.get(cell.key, 0)
-                timed = job.config.flavour == "perf" and job.config.mode != "tcg-icount"
+                # Only plain-mode perf steps are timings: -icount counts instructions,
+                # and an oversubscribed boot is never timed.
+                timed = job.config.flavour == "perf" and job.config.mode in ("tcg", "kvm")
                 if outcome.status == "not-run":
                     retry.append(cell)
                     continue
