@@ -5,7 +5,7 @@ host and on every node of the partition (an NFS export, a cluster file
 system), writable by the jobs. Each node needs Debian's python3 and
 qemu-system-x86 (and /dev/kvm for KVM runs); nothing else of the checkout.
 
-The shared directory holds:
+The shared directory holds (run/shared.py places the first three):
 
     code/<digest>/        the harness package the jobs run (python3 -m harness node-boot)
     images/<image>/       the bzImage of every kernel image booted
@@ -30,7 +30,6 @@ An interrupted run cancels its array.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -45,8 +44,8 @@ from harness import host, progress
 from harness.boot import runner
 from harness.guest import initramfs
 from harness.kernels.kbuild import KernelImage
-from harness.layout import REPO_ROOT, Layout
-from harness.run import execute, matrix, nodejob
+from harness.layout import Layout
+from harness.run import execute, matrix, nodejob, shared
 
 # Squeue states of a task that may still produce its boot folder.
 ALIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD",
@@ -86,71 +85,6 @@ def _slurm(args: list[str], check: bool = True) -> subprocess.CompletedProcess:
     return out
 
 
-# -- the shared directory -------------------------------------------------------------------
-
-def _place(source: Path, target: Path) -> None:
-    """A file into the shared directory: a hard link when it is on the same file system,
-    else a (sparse) copy; atomic, and kept when already there."""
-    if target.exists():
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
-    partial.unlink(missing_ok=True)
-    try:
-        os.link(source, partial)
-    except OSError:
-        subprocess.run(["cp", "--sparse=always", str(source), str(partial)], check=True)
-    partial.rename(target)
-
-
-def _code_files() -> list[Path]:
-    """The harness package as the nodes need it: no tests, no captured test data."""
-    package = REPO_ROOT / "harness"
-    return sorted(p for p in package.rglob("*") if p.is_file()
-                  and not {"tests", "test_data", "__pycache__"} & set(p.relative_to(package).parts))
-
-
-@dataclass(frozen=True)
-class Staging:
-    shared: Path
-    code: Path  # the staged checkout: python3 -m harness runs from here
-    files: initramfs.GuestFiles  # the staged initramfs and disks
-
-    def image(self, image: KernelImage) -> Path:
-        """The image's folder in the shared directory (bzImage and meta.json)."""
-        target = self.shared / "images" / image.directory.name
-        for name in ("bzImage", "meta.json"):
-            _place(image.directory / name, target / name)
-        return target
-
-
-def stage(shared: Path, files: initramfs.GuestFiles) -> Staging:
-    """The code and guest files into the shared directory (once per content)."""
-    digest = hashlib.sha256()
-    files_of_code = _code_files()
-    for path in files_of_code:
-        digest.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0" + path.read_bytes())
-    code = shared / "code" / digest.hexdigest()[:16]
-    if not code.exists():
-        partial = code.with_name(code.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        for path in files_of_code:
-            target = partial / path.relative_to(REPO_ROOT)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, target)
-        partial.rename(code)
-    guest = shared / "guest"
-    staged_initramfs = guest / files.initramfs.name
-    _place(files.initramfs, staged_initramfs)
-    disks = {}
-    for fs, disk in files.disks.items():
-        # Pristine disks are made once per build folder, not named by content:
-        # their modification time tells a remade one apart.
-        disks[fs] = guest / f"{disk.stem}-{disk.stat().st_mtime_ns}{disk.suffix}"
-        _place(disk, disks[fs])
-    return Staging(shared, code, initramfs.GuestFiles(staged_initramfs, disks))
-
-
 # -- what the partition is ------------------------------------------------------------------
 
 def partition_nodes(config: SlurmConfig) -> int:
@@ -162,7 +96,7 @@ def partition_nodes(config: SlurmConfig) -> int:
     return nodes
 
 
-def probe_partition(config: SlurmConfig, staging: Staging, image: KernelImage,
+def probe_partition(config: SlurmConfig, staging: shared.Staging, image: KernelImage,
                     accel: str | None) -> host.Node:
     """The machine of a node of the partition, asked of the node itself with a short job."""
     spec_path = config.shared / "probe" / f"spec-{os.getpid()}-{time.time_ns()}.json"
@@ -237,7 +171,7 @@ def _time_limit(jobs: list[execute.BootJob]) -> str:
 @dataclass
 class SlurmExecutor:
     config: SlurmConfig
-    staging: Staging
+    staging: shared.Staging
     guest_digest: str  # the initramfs name, for cell keys
     parallel: int
     batches: int = field(default=0)
@@ -406,7 +340,7 @@ def site(config: SlurmConfig):
     def place(layout: Layout, files: initramfs.GuestFiles, probe_image: KernelImage,
               accel: str | None) -> execute.Placement:
         progress.say(f"slurm: staging code, guest and images in {config.shared}")
-        staging = stage(config.shared, files)
+        staging = shared.stage(config.shared, files)
         node = probe_partition(config, staging, probe_image, accel)
         remember_machine(config, node.machine)
         executor = SlurmExecutor(config, staging, files.initramfs.name, partition_nodes(config))
