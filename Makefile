@@ -14,6 +14,9 @@
 # ICOUNT_REPEAT=3), V=1 (echo the guest console), IMAGES=DIR (kernel images
 # from another build folder or a shared cache), NO_BUILD=1 (never build a
 # kernel: a missing image is an error naming it).
+# On a cluster: EXECUTOR=slurm SLURM_PARTITION=name [SLURM_SHARED=dir seen by
+# every node, default RESULTS_DIR/slurm] [SLURM_OPTIONS="--account=x ..."].
+# Kernel builds over distcc: DISTCC_HOSTS="host/N ..." (in the environment).
 
 PYTHON ?= /usr/bin/python3
 # Knobs are passed on only when set: their defaults live in harness/run/matrix.py.
@@ -32,11 +35,16 @@ SEED ?=
 V ?=
 IMAGES ?=
 NO_BUILD ?=
+EXECUTOR ?= local
+SLURM_PARTITION ?=
+SLURM_SHARED ?=
+SLURM_OPTIONS ?=
 
 HARNESS = $(PYTHON) -m harness
 PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static gnuplot-nox \
 	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs xfsprogs gcc make \
-	gcc-powerpc64-linux-gnu librsvg2-bin poppler-utils
+	gcc-powerpc64-linux-gnu librsvg2-bin poppler-utils \
+	slurm-wlm munge distcc
 # And the packages the workloads declare (packages = ... in workloads/*.wl:
 # fio, fsmark, dbench, stress-ng, ...), as the harness reads them. A broken
 # declaration gives none here; check-workloads then names its file and line.
@@ -52,7 +60,10 @@ compare: $(DEPS_STAMP) check-workloads
 		$(if $(ICOUNT_REPEAT),--icount-repeat $(ICOUNT_REPEAT)) $(if $(FULL),--full) \
 		--workloads $(WORKLOADS) --flavours $(FLAVOURS) $(if $(BASELINE),--baseline $(BASELINE)) \
 		$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v) \
-		$(if $(IMAGES),--images $(IMAGES)) $(if $(NO_BUILD),--no-build)
+		$(if $(IMAGES),--images $(IMAGES)) $(if $(NO_BUILD),--no-build) --executor $(EXECUTOR) \
+		$(if $(SLURM_PARTITION),--slurm-partition '$(SLURM_PARTITION)') \
+		$(if $(SLURM_SHARED),--slurm-shared '$(SLURM_SHARED)') \
+		$(if $(SLURM_OPTIONS),--slurm-options='$(SLURM_OPTIONS)')
 
 # Random workload mixes on the debug and sanitize kernels until DURATION is up.
 soak: $(DEPS_STAMP) check-workloads

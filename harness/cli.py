@@ -4,6 +4,7 @@
     build [--flavour F] KERNEL...                     build (or find) kernel images
     boot KERNEL [--flavour F] [--cpus N] ...          one boot, workloads of your choice
     compare [--kernels ...] [--cpus ...] ...          the measurement matrix, then its report
+            [--executor slurm --slurm-partition P]    ... with every boot a Slurm job
     soak --duration 2h [--kernels ...] ...            random mixes on debug/sanitize kernels
     report [RUN_DIR] [--baseline K]                   report.md and report.html of a run
     slides [RUN_DIR] [--baseline K]                   slides.pdf of a run
@@ -13,6 +14,7 @@
     check-workloads                                   validate workloads/*.wl
     workload-packages                                 Debian packages the workloads declare
     predict RUN_DIR | --profile FILE [--cpus ...]     scaling model: throughput at N CPUs
+    node-boot SPEC | node-probe SPEC                  what a cluster job runs (run/nodejob.py)
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shlex
 import signal
 import sys
 import time
@@ -33,7 +36,7 @@ from harness.guest import deps, initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
 from harness.report import charts, document, reference, slides, svg_pages
-from harness.run import compare, matrix, soak
+from harness.run import compare, matrix, nodejob, slurm, soak
 from harness.layout import default_layout, slug
 
 def _read(path: str) -> str:
@@ -177,7 +180,7 @@ def cmd_compare(args) -> int:
     result = compare.run(layout, wanted, run_dir, accel=args.accel,
                          on_line=None if not args.verbose
                          else (lambda line: print(line, file=sys.stderr)),
-                         build_missing=not args.no_build)
+                         build_missing=not args.no_build, site=site_of(args, layout))
     latest = layout.latest
     if latest.is_symlink() or not latest.exists():
         latest.unlink(missing_ok=True)
@@ -206,6 +209,17 @@ def cmd_soak(args) -> int:
     print((out / "summary.md").read_text(), end="")
     progress.say(f"soak done: {out}")
     return 0
+
+
+def site_of(args, layout) -> compare.Site:
+    """Where the boots run: this machine, or the nodes of a Slurm partition."""
+    if args.executor == "local":
+        return compare.local_site
+    if not args.slurm_partition:
+        raise slurm.SlurmError("--executor slurm needs --slurm-partition (SLURM_PARTITION=)")
+    shared = Path(args.slurm_shared) if args.slurm_shared else layout.results / "slurm"
+    return slurm.site(slurm.SlurmConfig(args.slurm_partition, shared.resolve(),
+                                        tuple(shlex.split(args.slurm_options or ""))))
 
 
 def cmd_report(args) -> int:
@@ -345,6 +359,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", help="kernel the others are compared to (default: mainline)")
     p.add_argument("-v", "--verbose", action="store_true")
     _add_image_options(p)
+    p.add_argument("--executor", choices=["local", "slurm"], default="local",
+                   help="boot here, or as Slurm jobs (run/slurm.py)")
+    p.add_argument("--slurm-partition", help="the partition the boots run on")
+    p.add_argument("--slurm-shared",
+                   help="a directory at the same path on every node (default: RESULTS_DIR/slurm)")
+    p.add_argument("--slurm-options", help="more sbatch/srun options, e.g. '--account=x'")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("soak", help="random workload mixes on debug and sanitize kernels")
@@ -402,12 +422,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ns per guest instruction on the target machine")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_predict)
+    nodejob.add_commands(sub)
     return parser
 
 
 ERRORS = (series.SeriesError, kbuild.BuildError, workloads.WorkloadError, source.SourceError,
           initramfs.GuestError, qemu.QemuError, charts.ChartError, reference.ReferenceError,
-          slides.DeckError, svg_pages.PageError, FileNotFoundError)
+          slides.DeckError, svg_pages.PageError, slurm.SlurmError, nodejob.NodeJobError,
+          FileNotFoundError)
 
 
 def _terminated(signum, frame) -> None:

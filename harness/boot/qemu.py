@@ -16,12 +16,14 @@ import os
 import select
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from harness import procgroup, progress
+from harness.boot import pinning
 from harness.guest import protocol
 
 QEMU = "qemu-system-x86_64"
@@ -32,12 +34,28 @@ class QemuError(Exception):
     pass
 
 
+# Guest memory grows with the vCPUs: 2 GiB (what up to 4 vCPUs always had,
+# so their cells stay comparable) plus 128 MiB for every vCPU beyond 4, for
+# the per-CPU kernel data (lock_stat keeps ~1.3 MB of counters per CPU) and
+# the workers, one per vCPU, with their files on tmpfs: 16 vCPUs 3.5 GiB,
+# 64 vCPUs 9.5 GiB, 256 vCPUs 33.5 GiB.
+BASE_MEMORY_MB = 2048
+MEMORY_PER_EXTRA_VCPU_MB = 128
+
+
+def memory_for(cpus: int) -> int:
+    return BASE_MEMORY_MB + MEMORY_PER_EXTRA_VCPU_MB * max(0, cpus - 4)
+
+
 @dataclass(frozen=True)
 class Machine:
     accel: str  # "kvm" or "tcg"
     cpus: int
-    memory_mb: int = 2048
     icount: bool = False
+
+    @property
+    def memory_mb(self) -> int:
+        return memory_for(self.cpus)
 
     def __post_init__(self) -> None:
         if self.icount and self.cpus != 1:
@@ -107,7 +125,8 @@ class CpuMeter:
         return max(0.0, self._others() - self.start)
 
 
-def command(spec: BootSpec, results: Path) -> list[str]:
+def command(spec: BootSpec, results: Path, qmp: Path | None = None) -> list[str]:
+    """qmp: a control socket, through which the vCPU threads are found (pinning.py)."""
     m = spec.machine
     cmdline = " ".join(filter(None, [
         "console=ttyS0", "panic=-1", "rdinit=/init", "nokaslr", spec.cmdline]))
@@ -129,6 +148,8 @@ def command(spec: BootSpec, results: Path) -> list[str]:
         cmd += ["-accel", "tcg", "-cpu", "max"]
         if m.icount:
             cmd += ["-icount", ICOUNT]
+    if qmp:
+        cmd += ["-qmp", f"unix:{qmp},server=on,wait=off"]
     for disk in spec.disks:
         # cache=unsafe: guest flushes do not reach the host disk, whose latency
         # would otherwise be measured instead of the kernel's locking.
@@ -143,12 +164,25 @@ def boot(spec: BootSpec, out_dir: Path, watchers: tuple[Watcher, ...] = ()) -> B
     out_dir.mkdir(parents=True, exist_ok=True)
     console = out_dir / "console.log"
     results = out_dir / "results.raw"
-    cmd = command(spec, results)
+    # Under KVM the vCPU threads are pinned (pinning.py); the socket lives in a
+    # short private folder, as unix socket paths are limited to 107 bytes.
+    control = Path(tempfile.mkdtemp(prefix="inode-duel-qmp-")) if spec.machine.accel == "kvm" \
+        else None
+    qmp = control / "qmp.sock" if control else None
+    cmd = command(spec, results, qmp)
     (out_dir / "qemu.json").write_text(json.dumps({"command": cmd,
                                                    "timeout_s": spec.timeout_s}, indent=1))
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
+    if control:
+        try:
+            pinning.save(out_dir, pinning.pin(proc.pid, spec.machine.cpus, qmp))
+        except BaseException:
+            procgroup.stop(proc)
+            raise
+        finally:
+            shutil.rmtree(control, ignore_errors=True)
     meter = CpuMeter(proc.pid)
     for watcher in watchers:
         watcher.started(meter)

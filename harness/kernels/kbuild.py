@@ -194,12 +194,41 @@ def build_lock(layout: Layout):
         yield
 
 
-def build_env(layout: Layout) -> dict[str, str]:
-    """Reproducible builds through the compiler cache outside the repo."""
+def build_env(layout: Layout, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Reproducible builds through the compiler cache outside the repo.
+
+    With DISTCC_HOSTS set, what misses the cache is compiled over distcc:
+    ccache runs `distcc gcc` for it (CCACHE_PREFIX), so a hit never leaves
+    this host and ccache's hashes, and the image keys, stay as they were.
+    The distcc hosts need the same Debian gcc as this one.
+    """
     layout.ccache.mkdir(parents=True, exist_ok=True)
-    return dict(os.environ, **BUILD_ENV, CCACHE_DIR=str(layout.ccache),
-                CCACHE_BASEDIR=str(layout.src), CCACHE_NOHASHDIR="1",
-                CCACHE_MAXSIZE=os.environ.get("CCACHE_MAXSIZE", "20G"))
+    base = os.environ if environ is None else environ
+    env = dict(base, **BUILD_ENV, CCACHE_DIR=str(layout.ccache),
+               CCACHE_BASEDIR=str(layout.src), CCACHE_NOHASHDIR="1",
+               CCACHE_MAXSIZE=base.get("CCACHE_MAXSIZE", "20G"))
+    if env.get("DISTCC_HOSTS"):
+        env["CCACHE_PREFIX"] = "distcc"
+    return env
+
+
+def distcc_slots(env: dict[str, str]) -> int:
+    """Compile slots DISTCC_HOSTS offers (`distcc -j`: the sum of each host's limit)."""
+    if not env.get("DISTCC_HOSTS"):
+        return 0
+    if not shutil.which("distcc"):
+        raise BuildError("DISTCC_HOSTS is set but distcc is not installed: apt-get install distcc")
+    out = subprocess.run(["distcc", "-j"], env=env, capture_output=True, text=True)
+    if out.returncode != 0 or not out.stdout.strip().isdigit():
+        raise BuildError(f"DISTCC_HOSTS={env['DISTCC_HOSTS']!r}: distcc -j says "
+                         f"{(out.stdout + out.stderr).strip()!r}")
+    return int(out.stdout)
+
+
+def make_jobs(env: dict[str, str]) -> int:
+    """make -j: this host's cores, plus distcc's slots when it compiles elsewhere too
+    (preprocessing, linking and cache hits stay local)."""
+    return (os.cpu_count() or 1) + distcc_slots(env)
 
 
 def source_for_key(layout: Layout, build_missing: bool) -> source.SourceInfo:
@@ -235,13 +264,12 @@ def build_kernel(layout: Layout, kernel: series.Kernel, flavour: str,
     with build_lock(layout):
         if is_built(image):
             return image
-        return _build_locked(layout, info, kernel, flavour, frags, image,
-                             jobs or os.cpu_count() or 1)
+        return _build_locked(layout, info, kernel, flavour, frags, image, jobs)
 
 
 def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel,
                   flavour: str, frags: list[Path], image: KernelImage,
-                  jobs: int) -> KernelImage:
+                  jobs: int | None) -> KernelImage:
     started = time.monotonic()
     commit = series.checkout(layout, info, kernel)
     obj = layout.objects / flavour
@@ -250,6 +278,7 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     env = build_env(layout)
+    jobs = jobs or make_jobs(env)
     merged = staging / "fragments.config"
     merged.write_text("".join(p.read_text() for p in frags))
 
@@ -270,7 +299,9 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
             progress.say(message)
 
     progress.say(f"building {kernel.name}/{flavour} ({len(kernel.patches)} patches, "
-                 f"commit {commit[:12]}), log: {staging / 'build.log'}")
+                 f"commit {commit[:12]}, -j{jobs}"
+                 + (f" over distcc: {env['DISTCC_HOSTS']}" if "CCACHE_PREFIX" in env else "")
+                 + f"), log: {staging / 'build.log'}")
     with open(staging / "build.log", "w") as log:
         run_make(layout, obj, ["allnoconfig", f"KCONFIG_ALLCONFIG={merged}"], log, env)
         problems = config_problems(frags, (obj / ".config").read_text())

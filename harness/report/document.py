@@ -9,6 +9,7 @@ manifest.json, lockorder.json); nothing is re-measured.
 
 from __future__ import annotations
 
+import copy
 import html
 import json
 import math
@@ -20,7 +21,7 @@ from harness.analysis import evidence, stats
 from harness.report import charts, code_cost_section, run_inputs, scaling_section
 from harness.report.blocks import (Block, Bullets, ChartBlock, ChartRow, Heading,  # noqa: F401
                                    Para, Table, fmt, outcome_cell, pct)
-from harness.run import tidy
+from harness.run import matrix, tidy
 from harness.layout import Layout
 
 EVIDENCE_SHORT = {"exact": "lock acquisitions/op (exact)", "icount": "1 vCPU -icount rate",
@@ -120,27 +121,59 @@ class ReportBuilder:
         self.charts_dir = run_dir / "charts"
         self.charts_dir.mkdir(exist_ok=True)
         self.spread = run_inputs.rerun_spread(layout, run_dir)
+        self.chart_prefix = ""  # one per machine when the run has several
         self.blocks: list[Block] = []
         self.scaling = scaling_section.Section(layout, run_dir, self.rows, self.kernels,
                                                self.baseline, self.chart_stem)
 
     def chart_stem(self, name: str) -> Path:
-        return self.charts_dir / re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+        return self.charts_dir / re.sub(r"[^A-Za-z0-9_.-]+", "_", self.chart_prefix + name)
+
+    def machine_label(self, machine: str) -> str:
+        info = self.manifest.get("machines", {}).get(machine)
+        if not info:
+            return f"machine {machine or '(not recorded)'}"
+        return (f"machine {machine}: {info['cpu_model']}, {info['cores']} cores, "
+                f"{info['accel'].upper()} ({', '.join(info['hosts'])})")
+
+    def for_machine(self, machine: str) -> ReportBuilder:
+        """The same report, on the rows of one machine only: rows of different
+        machines are never averaged together."""
+        part = copy.copy(self)
+        part.rows = [r for r in self.rows if r.machine == machine]
+        part.kernels = evidence.kernels_in(part.rows, self.manifest["matrix"]["kernels"])
+        part.chart_prefix = f"{machine}-"
+        return part
 
     # -- sections -----------------------------------------------------------------------
 
     def build(self) -> list[Block]:
         m = self.manifest
         b = self.blocks
+        machines = list(dict.fromkeys(r.machine for r in self.rows))
+        where = (f"on a {m['host']['cpus']}-core host under **{m['accel'].upper()}**"
+                 if len(machines) <= 1 else
+                 f"on {len(machines)} kinds of machine, each reported on its own below")
         b.append(Heading(1, f"inode-duel: {' vs '.join(self.kernels)}"))
         b.append(Para(
             f"Run {self.run_dir.name}, {m['created']}: {len(m['boots'])} boots in "
-            f"{fmt(m['wall_seconds'] / 60, 2)} minutes on a {m['host']['cpus']}-core host under "
-            f"**{m['accel'].upper()}**; baseline **{self.baseline}**"
+            f"{fmt(m['wall_seconds'] / 60, 2)} minutes {where}; baseline **{self.baseline}**"
             + (f" ({self.requested_baseline} was asked for but is not in this run)"
                if self.requested_baseline and self.requested_baseline != self.baseline else "")
             + ". Source: Debian linux-source-6.1 "
             + ", ".join(sorted({k['package_version'] for k in m['kernels'].values()})) + "."))
+        if len(machines) <= 1:
+            self.measurement_sections()
+        else:
+            for machine in machines:
+                b.append(Heading(1, f"On {self.machine_label(machine)}"))
+                self.for_machine(machine).measurement_sections()
+        self.environment_section()
+        self.caveats_section()
+        return b
+
+    def measurement_sections(self) -> None:
+        """Everything read from the rows (of one machine)."""
         self.verdict_section()
         self.blocks += self.scaling.blocks()
         self.cases_section()
@@ -152,9 +185,6 @@ class ReportBuilder:
                                                  self.conformance, self.kernels, self.chart_stem)
         self.bisection_section()
         self.noise_section()
-        self.environment_section()
-        self.caveats_section()
-        return b
 
     def verdict_section(self) -> None:
         verdicts = evidence.verdicts(self.rows, self.baseline, self.kernels, self.spread)
@@ -522,6 +552,11 @@ class ReportBuilder:
             ["boots", f"{len(m['boots'])} ({m.get('reruns', 0)} steps rerun for host load)"],
             ["wall time", f"{fmt(m['wall_seconds'] / 60, 2)} min"],
         ]))
+        machines = m.get("machines", {})
+        if len(machines) > 1:
+            self.blocks.append(Table(["machine", "CPU", "cores", "accelerator", "hosts"], [
+                [machine, info["cpu_model"], str(info["cores"]), info["accel"],
+                 ", ".join(info["hosts"])] for machine, info in machines.items()]))
         rows = []
         for kernel in self.kernels:
             info = m["kernels"].get(kernel)
@@ -551,6 +586,16 @@ class ReportBuilder:
             notes.append("vCPU counts above the host's cores oversubscribe it: a descheduled "
                          "lock holder makes other vCPUs wait for the host's scheduler; those "
                          "timings measure the host.")
+        over = sorted({(r.cpus, r.mode, r.cell) for r in self.rows
+                       if r.mode.endswith(matrix.OVERSUBSCRIBED)})
+        if over:
+            counts = {}
+            for cpus, mode, _ in over:
+                counts[cpus, mode] = counts.get((cpus, mode), 0) + 1
+            notes.append("Oversubscribed, not timed: " + "; ".join(
+                f"{n} cells at {cpus} vCPUs ({mode})" for (cpus, mode), n in sorted(counts.items()))
+                + ". Their throughput is left out of every timing, chart and verdict; their "
+                "exact lock counts are kept.")
         notes += [
             "Throughput comes from perf kernels (no lock debugging), lock figures from debug "
             "kernels (lockdep, lock_stat); the two are never mixed in one chart.",

@@ -75,7 +75,7 @@ def rows_for(cell: Cell, outcome: runner.StepOutcome, reruns: int) -> list[tidy.
     def row(phase, lock, metric, value, unit):
         return tidy.Row(c.kernel, c.flavour, c.mode, cell.workload.name, cell.fs, c.cpus,
                         cell.procs, c.repetition, phase, lock, metric, value, unit,
-                        outcome.status, cell.key)
+                        outcome.status, cell.key, cell.machine)
     rows = []
     if outcome.numbers:
         for fig in outcome.numbers.figures:

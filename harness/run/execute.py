@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Protocol
 
-from harness import lockorder, progress
+from harness import host, lockorder, progress
 from harness.boot import runner
 from harness.guest import initramfs, plan, protocol
 from harness.kernels.kbuild import LOCKDEP_FLAVOURS, KernelImage
@@ -59,6 +59,16 @@ class Watch(Protocol):
 
 
 class Executor(Protocol):
+    """Runs BootJobs and yields each with its record, in the order they finish.
+
+    Each boot folder it hands back holds the host.Node that ran it
+    (node.json). A job it yields may carry other cells than it was given:
+    the same cells re-keyed for the machine they really ran on
+    (matrix.on_machine). parallel: how many boots run at once, for the time
+    estimate.
+    """
+    parallel: int
+
     def run(self, jobs: list[BootJob], watch: Watch) -> Iterator[tuple[BootJob,
                                                                         runner.BootRecord]]: ...
 
@@ -68,6 +78,10 @@ class LocalExecutor:
     """Boots on this machine, one at a time (two guests would time each other)."""
     files: initramfs.GuestFiles
     accel: str
+    parallel: int = 1
+
+    def __post_init__(self) -> None:
+        self.node = host.this_node(self.accel)
 
     def run(self, jobs: list[BootJob], watch: Watch):
         for job in jobs:
@@ -75,7 +89,23 @@ class LocalExecutor:
             record = runner.run_boot(job.image, self.files, job.config.machine(self.accel),
                                      job.steps, job.directory, job.header, job.order,
                                      on_line=lambda line, job=job: watch.console_line(job, line))
+            self.node.save(job.directory)
             yield job, record
+
+
+@dataclass
+class Placement:
+    """Where a run's boots go: the machine they are planned for, the executor that runs
+    them, and other machines whose stored cells count as done (the other kinds of node
+    of a cluster partition, seen in earlier runs)."""
+    node: host.Node  # the machine and what else the manifest says of the host
+    executor: Executor
+    described: dict  # the executor and its knobs, for the manifest
+    also_known: list[host.Machine] = field(default_factory=list)
+
+    @property
+    def machine(self) -> host.Machine:
+        return self.node.machine
 
 
 def disturbed(outcome: runner.StepOutcome) -> bool:
@@ -90,36 +120,58 @@ class Measured:
     edges: dict[str, set[lockorder.Edge]] = field(default_factory=dict)
     boots: list[runner.BootRecord] = field(default_factory=list)
     reruns: int = 0
+    unmeasured: list[str] = field(default_factory=list)  # cells every attempt failed
+
+
+@dataclass
+class _Running:
+    started: float
+    left_at_start: float
+    first_cell: int  # cells of the boots started before it
+    labels: dict[str, str]  # step id -> label
 
 
 @dataclass
 class _Progress:
-    """The progress lines of the measuring: boot i of n, cell j of m, time left."""
+    """The progress lines of the measuring: boot i of n, cell j of m, time left.
+
+    Boots may run side by side (a cluster): each running boot keeps its own
+    clock and cell numbers, and the time left is the pending estimate over
+    the executor's parallelism.
+    """
     times: StepTimes
     total_cells: int
-    boots: progress.Steps
+    total_boots: int
+    parallel: int = 1
     on_line: object = None
-    done_cells: int = 0
-    left_at_start: float = 0.0
-    started: float = 0.0
-    pending_after: float = 0.0
-    labels: dict[str, str] = field(default_factory=dict)
+    pending_s: float = 0.0  # estimate of the boots handed to the executor, not finished
+    boots_started: int = 0
+    cells_started: int = 0
+    running: dict[str, _Running] = field(default_factory=dict)
 
     def boot_started(self, job: BootJob) -> None:
-        self.started = time.monotonic()
-        self.left_at_start = self.times.boot(job.cells) + self.pending_after
-        self.labels = {step.id: step.label for step in job.steps}
-        self.boots.start(f"{job.config.label}: {len(job.cells)} steps", left_s=self.left_at_start)
+        self.boots_started += 1
+        left = self.pending_s / max(1, self.parallel)
+        self.running[job.boot_id] = _Running(time.monotonic(), left, self.cells_started,
+                                             {step.id: step.label for step in job.steps})
+        self.cells_started += len(job.cells)
+        progress.say(f"boot {self.boots_started}/{self.total_boots}: {job.config.label}: "
+                     f"{len(job.cells)} steps, about {progress.format_duration(left)} left")
 
     def console_line(self, job: BootJob, line: str) -> None:
         mark = protocol.step_mark(line)
-        if mark and mark[1] == "begin" and mark[0] in self.labels:
-            index = self.done_cells + list(self.labels).index(mark[0]) + 1
-            left = max(0.0, self.left_at_start - (time.monotonic() - self.started))
-            progress.say(f"  cell {index}/{self.total_cells}: {self.labels[mark[0]]} "
+        run = self.running.get(job.boot_id)
+        if run and mark and mark[1] == "begin" and mark[0] in run.labels:
+            index = run.first_cell + list(run.labels).index(mark[0]) + 1
+            left = max(0.0, run.left_at_start - (time.monotonic() - run.started))
+            progress.say(f"  cell {index}/{self.total_cells}: {run.labels[mark[0]]} "
                          f"(about {progress.format_duration(left)} left)")
         if self.on_line:
             self.on_line(line)
+
+    def boot_finished(self, job: BootJob) -> None:
+        self.running.pop(job.boot_id, None)
+        self.pending_s -= self.times.boot(job.cells)
 
 
 def link_tree(source: Path, target: Path) -> None:
@@ -136,7 +188,7 @@ def measure(layout: Layout, pending: list[tuple[BootConfig, KernelImage, list[Ce
     result = Measured()
     reruns: dict[str, int] = {}
     total_cells = sum(len(cells) for _, _, cells in pending)
-    watch = _Progress(times, total_cells, progress.Steps(len(pending), "boot"), on_line)
+    watch = _Progress(times, total_cells, len(pending), executor.parallel, on_line)
     attempts_left = len(pending) * (max_reruns + 2)
     while pending and attempts_left > 0:
         # Named when planned; one batch holds each configuration once, so
@@ -148,10 +200,10 @@ def measure(layout: Layout, pending: list[tuple[BootConfig, KernelImage, list[Ce
                         layout.boot_dir(f"{stamp}-{config.slug}"), orders[config.kernel])
                 for config, image, cells in pending]
         pending = []
-        watch.pending_after = times.estimate([job.cells for job in jobs])
+        watch.pending_s = times.estimate([job.cells for job in jobs])
         for job, record in executor.run(jobs, watch):
             attempts_left -= 1
-            watch.pending_after -= times.boot(job.cells)
+            watch.boot_finished(job)
             result.boots.append(record)
             progress.say(f"  {job.config.label}: {record.status} in {record.wall_s:.0f}s"
                          + (f" ({len(record.reports)} kernel reports)" if record.reports else "")
@@ -162,7 +214,9 @@ def measure(layout: Layout, pending: list[tuple[BootConfig, KernelImage, list[Ce
             retry: list[Cell] = []
             for cell, outcome in zip(job.cells, record.steps):
                 done = reruns.get(cell.key, 0)
-                timed = job.config.flavour == "perf" and job.config.mode != "tcg-icount"
+                # Only plain-mode perf steps are timings: -icount counts instructions,
+                # and an oversubscribed boot is never timed.
+                timed = job.config.flavour == "perf" and job.config.mode in ("tcg", "kvm")
                 if outcome.status == "not-run":
                     retry.append(cell)
                     continue
@@ -179,11 +233,14 @@ def measure(layout: Layout, pending: list[tuple[BootConfig, KernelImage, list[Ce
                 times.add(cell.history, outcome.wall_s)
                 result.rows += rows_for(cell, outcome, done)
                 result.edges.setdefault(job.config.kernel, set()).update(edges)
-            watch.done_cells += len(job.cells)
             link_tree(job.directory, run_dir / "boots" / job.boot_id)
-            watch.boots.finish()
             if retry:
                 pending.append((job.config, job.image, retry))
-                watch.boots.total += 1
+                watch.total_boots += 1
                 watch.total_cells += len(retry)
+    # Out of attempts: said and kept in the manifest, never dropped in silence.
+    result.unmeasured = [cell.label for _, _, cells in pending for cell in cells]
+    if result.unmeasured:
+        progress.say(f"{len(result.unmeasured)} cells not measured after every attempt: "
+                     + "; ".join(result.unmeasured))
     return result

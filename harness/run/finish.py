@@ -8,16 +8,16 @@ it was (lock-order/ keeps a copy of every kernel's lock-order file).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
 
 from harness import host, lockorder
-from harness.boot import runner
+from harness.boot import pinning, runner
 from harness.kernels.kbuild import KernelImage
 from harness.layout import Layout
 from harness.run import tidy
+from harness.run.execute import Placement
 from harness.run.matrix import Matrix
 
 LOCK_ORDERS = "lock-order"
@@ -49,9 +49,33 @@ def write_conformance(layout: Layout, run_dir: Path, orders: dict[str, lockorder
     (run_dir / "lockorder.json").write_text(json.dumps(out, indent=1) + "\n")
 
 
+def machines_of_run(run_dir: Path, planned: host.Node) -> dict[str, dict]:
+    """Every machine whose boots the run holds (measured or reused), by Machine.id."""
+    nodes = [planned] + [node for folder in sorted((run_dir / "boots").glob("*"))
+                         if (node := host.Node.load(folder))]
+    machines: dict[str, dict] = {}
+    for node in nodes:
+        entry = machines.setdefault(node.machine.id, dict(node.machine.as_json(), hosts=[]))
+        if node.hostname not in entry["hosts"]:
+            entry["hosts"].append(node.hostname)
+    return machines
+
+
+def boot_entry(layout: Layout, boot: runner.BootRecord) -> dict:
+    node = host.Node.load(boot.directory)
+    return {"directory": str(boot.directory.relative_to(layout.results)),
+            "status": boot.status, "wall_s": round(boot.wall_s, 1),
+            "to_init_s": boot.to_init_s and round(boot.to_init_s, 2),
+            "reports": list(boot.reports), "damaged": list(boot.damaged),
+            "machine": node.machine.id if node else None,
+            "node": node.hostname if node else None,
+            "pinning": pinning.load(boot.directory)}
+
+
 def write_manifest(layout: Layout, run_dir: Path, matrix: Matrix,
-                   images: dict[tuple[str, str], KernelImage], machine: host.Machine,
-                   wall_s: float, boots: list[runner.BootRecord], reruns: int) -> None:
+                   images: dict[tuple[str, str], KernelImage], placement: Placement,
+                   wall_s: float, boots: list[runner.BootRecord], reruns: int,
+                   unmeasured: list[str]) -> None:
     kernels = {}
     for (kernel, flavour), image in images.items():
         meta = image.meta
@@ -59,26 +83,31 @@ def write_manifest(layout: Layout, run_dir: Path, matrix: Matrix,
                                     "package_version": meta["package_version"],
                                     "patches": meta["patches"], "images": {}})
         kernels[kernel]["images"][flavour] = {"key": image.key, "commit": meta["commit"]}
+    machine, node = placement.machine, placement.node
     manifest = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "wall_seconds": round(wall_s, 1),
         "accel": machine.accel,
+        # The machine the boots were planned for: this host, or the cluster node
+        # that answered the probe. "machines" has every machine of the rows.
         "host": {"cpus": machine.cores, "cpu_model": machine.cpu_model, "machine": machine.id,
-                 "qemu": host.qemu_version(), "kernel": os.uname().release},
+                 "qemu": node.qemu, "kernel": node.kernel, "hostname": node.hostname},
+        "executor": placement.described,
+        "machines": machines_of_run(run_dir, node),
         "matrix": {"kernels": matrix.kernels, "cpus": matrix.cpus,
                    "workloads": [w.name for w in matrix.workloads], "repeat": matrix.repeat,
                    "debug_repeat": matrix.debug_repeat, "icount_repeat": matrix.icount_repeat,
                    "flavours": list(matrix.flavours)},
         "oversubscribed": [c for c in matrix.cpus if c > machine.cores],
         "kernels": kernels,
-        "boots": [{"directory": str(b.directory.relative_to(layout.results)),
-                   "status": b.status, "wall_s": round(b.wall_s, 1),
-                   "to_init_s": b.to_init_s and round(b.to_init_s, 2),
-                   "reports": list(b.reports), "damaged": list(b.damaged)} for b in boots],
+        "boots": [boot_entry(layout, b) for b in boots],
         # Records that arrived incomplete or failed their checksum, in the
         # boots this run measured: a correct transport keeps this at zero.
         "damaged_records": sum(len(b.damaged) for b in boots),
         "reruns": reruns,
+        # Cells whose every boot failed (a job lost on a cluster, a guest that
+        # never reached the step): not in tidy.tsv, named here.
+        "unmeasured": unmeasured,
     }
     (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 

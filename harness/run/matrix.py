@@ -13,6 +13,11 @@ the key: the rows of a reused cell are derived again from its boot folder.
 Order: repetitions outermost and kernels inside (A B A B, not A A B B), so a
 slow phase of the host hits every kernel alike (docs/design.md section 6).
 
+A boot with more vCPUs than the machine has cores is oversubscribed: its
+mode says so (tcg-oversubscribed, kvm-oversubscribed), so its throughput is
+never taken for a timing (the analysis times only the plain modes) while
+its exact lock counts still count.
+
 The defaults here are the only ones: the command line and the Makefile
 pass a knob only when it is set.
 """
@@ -22,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness import host
 from harness.boot import qemu
@@ -32,6 +37,7 @@ from harness.kernels.kbuild import DEFAULT_FLAVOURS, KernelImage
 from harness.layout import slug
 
 DEFAULT_WORKLOADS = "default"
+OVERSUBSCRIBED = "-oversubscribed"
 # FULL=1: every workload, more boots for tighter intervals.
 FULL = {"repeat": 5, "icount_repeat": 3, "workloads": "all"}
 
@@ -40,7 +46,7 @@ FULL = {"repeat": 5, "icount_repeat": 3, "workloads": "all"}
 class BootConfig:
     kernel: str
     flavour: str
-    mode: str  # tcg, tcg-icount, kvm
+    mode: str  # tcg, tcg-icount, kvm; tcg-oversubscribed, kvm-oversubscribed
     cpus: int
     repetition: int
 
@@ -69,22 +75,28 @@ class Matrix:
     flavours: tuple[str, ...] = DEFAULT_FLAVOURS
     max_reruns: int = 2  # of a timed step disturbed by a busy host
 
-    def boots(self, accel: str) -> list[BootConfig]:
-        plain = "kvm" if accel == "kvm" else "tcg"
+    def boots(self, accel: str, cores: int) -> list[BootConfig]:
+        """Every boot on a machine with this accelerator and this many cores."""
         configs: list[BootConfig] = []
         for flavour in ("debug", "sanitize"):  # untimed: lock counts and reports
             if flavour in self.flavours:
                 for rep in range(1, self.debug_repeat + 1):
-                    configs += [BootConfig(k, flavour, plain, c, rep)
+                    configs += [BootConfig(k, flavour, boot_mode(accel, c, cores), c, rep)
                                 for c in self.cpus for k in self.kernels]
         if "perf" in self.flavours:
             if accel == "tcg":
                 for rep in range(1, self.icount_repeat + 1):
                     configs += [BootConfig(k, "perf", "tcg-icount", 1, rep) for k in self.kernels]
             for rep in range(1, self.repeat + 1):
-                configs += [BootConfig(k, "perf", plain, c, rep)
+                configs += [BootConfig(k, "perf", boot_mode(accel, c, cores), c, rep)
                             for c in self.cpus for k in self.kernels]
         return configs
+
+
+def boot_mode(accel: str, cpus: int, cores: int) -> str:
+    """kvm or tcg, marked oversubscribed when the vCPUs outnumber the machine's cores."""
+    plain = "kvm" if accel == "kvm" else "tcg"
+    return plain + OVERSUBSCRIBED if cpus > cores else plain
 
 
 @dataclass
@@ -94,6 +106,7 @@ class Cell:
     fs: str
     procs: int
     key: str
+    machine: str  # host.Machine.id of the machine the key names
 
     @property
     def label(self) -> str:
@@ -132,7 +145,7 @@ def plan_boots(matrix: Matrix, images: dict[tuple[str, str], KernelImage],
     """Every boot configuration of the matrix with its cells, in run order;
     guest_digests: per workload name, as initramfs.prepare gives them."""
     boots = []
-    for config in matrix.boots(machine.accel):
+    for config in matrix.boots(machine.accel, machine.cores):
         image = images[config.kernel, config.flavour]
         boot = BootPlan(config, image)
         for workload in matrix.workloads:
@@ -140,9 +153,21 @@ def plan_boots(matrix: Matrix, images: dict[tuple[str, str], KernelImage],
                 for procs in workload.procs_for(config.cpus):
                     key = cell_key(image, guest_digests[workload.name], config, workload, fs,
                                    procs, machine)
-                    boot.cells.append(Cell(config, workload, fs, procs, key))
+                    boot.cells.append(Cell(config, workload, fs, procs, key, machine.id))
         boots.append(boot)
     return boots
+
+
+def on_machine(cell: Cell, image: KernelImage, guest_digests: dict[str, str],
+               machine: host.Machine) -> Cell:
+    """The same cell measured on another machine (a cluster node that differs from the
+    one the run was planned for): its mode and key follow that machine."""
+    config = cell.config
+    if config.mode != "tcg-icount":
+        config = replace(config, mode=boot_mode(machine.accel, config.cpus, machine.cores))
+    key = cell_key(image, guest_digests[cell.workload.name], config, cell.workload, cell.fs,
+                   cell.procs, machine)
+    return replace(cell, config=config, key=key, machine=machine.id)
 
 
 def default_cpus() -> list[int]:

@@ -28,10 +28,16 @@ class Row:
     unit: str
     status: str  # the step's classification (ok, lockdep, ...)
     cell: str  # cell key: which boot and step produced it
+    # host.Machine.id of the machine it was measured on (manifest.json's
+    # "machines" describes each): rows of different machines are never
+    # averaged together. "" in tables written before the column existed.
+    machine: str = ""
 
 
 COLUMNS = [f.name for f in fields(Row)]
 _TYPES = {f.name: f.type for f in fields(Row)}
+# Columns a table may lack because it predates them, and the value they then take.
+ADDED_LATER = {"machine": ""}
 
 
 def write(rows: list[Row], path: Path) -> None:
@@ -57,10 +63,12 @@ def _convert(name: str, value: str):
 def read(path: Path) -> list[Row]:
     with open(path, newline="") as f:
         reader = csv.DictReader(f, delimiter="\t")
-        missing = set(COLUMNS) - set(reader.fieldnames or [])
+        present = set(reader.fieldnames or [])
+        missing = set(COLUMNS) - present - set(ADDED_LATER)
         if missing:
             raise ValueError(f"{path}: missing columns {', '.join(sorted(missing))}")
-        return [Row(**{k: _convert(k, r[k]) for k in COLUMNS}) for r in reader]
+        columns = [k for k in COLUMNS if k in present]
+        return [Row(**{k: _convert(k, r[k]) for k in columns}) for r in reader]
 
 
 def to_dicts(rows: list[Row]) -> list[dict]:

@@ -11,14 +11,24 @@ from harness.run import execute, matrix
 def test_kernels_are_interleaved_within_each_repetition():
     m = matrix.Matrix(kernels=["mainline", "base"], cpus=[1, 2], workloads=[], repeat=2,
                       icount_repeat=1)
-    boots = m.boots("tcg")
+    boots = m.boots("tcg", 2)
     perf = [(b.repetition, b.kernel) for b in boots if b.mode == "tcg" and b.flavour == "perf"]
     # A B A B, never A A B B: a slow phase of the host hits both kernels.
     assert [k for _, k in perf] == ["mainline", "base"] * 4
     assert [r for r, _ in perf] == [1, 1, 1, 1, 2, 2, 2, 2]
     icount = [b for b in boots if b.mode == "tcg-icount"]
     assert [(b.kernel, b.cpus) for b in icount] == [("mainline", 1), ("base", 1)]
-    assert {b.mode for b in m.boots("kvm")} == {"kvm"}
+    assert {b.mode for b in m.boots("kvm", 2)} == {"kvm"}
+
+
+def test_more_vcpus_than_cores_is_marked_oversubscribed_and_never_timed():
+    m = matrix.Matrix(kernels=["mainline"], cpus=[1, 2, 16], workloads=[], repeat=1,
+                      icount_repeat=1)
+    modes = {(b.flavour, b.cpus, b.mode) for b in m.boots("tcg", 2)}
+    assert ("perf", 16, "tcg-oversubscribed") in modes
+    assert ("debug", 16, "tcg-oversubscribed") in modes
+    assert ("perf", 2, "tcg") in modes and ("perf", 1, "tcg-icount") in modes
+    assert {b.mode for b in m.boots("kvm", 64) if b.cpus == 16} == {"kvm"}
 
 
 def outcome(wall, others):
@@ -65,3 +75,20 @@ def test_plan_has_every_cell_of_every_boot(tmp_path):
     per_boot = sum(len(w.filesystems) * len(w.procs_for(1)) for w in chosen)
     assert len(boots[0].cells) == per_boot
     assert len({c.key for b in boots for c in b.cells}) == sum(len(b.cells) for b in boots)
+
+
+def test_a_cell_measured_on_another_machine_takes_that_machines_key_and_mode(tmp_path):
+    create = workloads.load_all(REPO_ROOT / "workloads")["create-unlink"]
+    m = matrix.Matrix(kernels=["mainline"], cpus=[8], workloads=[create], repeat=1,
+                      icount_repeat=0, flavours=("perf",))
+    image = kbuild.KernelImage("mainline", "perf", "k1", tmp_path)
+    big, small = host.Machine("cpu", 64, "kvm"), host.Machine("cpu", 4, "kvm")
+    digests = {"create-unlink": "g"}
+    (boot,) = matrix.plan_boots(m, {("mainline", "perf"): image}, digests, big)
+    cell = boot.cells[0]
+    assert cell.machine == big.id and cell.config.mode == "kvm"
+    moved = matrix.on_machine(cell, image, digests, small)
+    assert moved.machine == small.id and moved.config.mode == "kvm-oversubscribed"
+    (planned_small,) = matrix.plan_boots(m, {("mainline", "perf"): image}, digests, small)
+    # The key is the one a run planned for that machine looks up: resume finds it.
+    assert moved.key == planned_small.cells[0].key != cell.key

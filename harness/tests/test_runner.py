@@ -94,9 +94,9 @@ def test_rows_are_derived_again_with_the_lock_order_of_today(tmp_path):
     shutil.copytree(CAPTURED, layout.boot_dir("b1"))
     config = matrix.BootConfig("mainline", "debug", "tcg", 1, 1)
     image = KernelImage("mainline", "debug", "k", tmp_path)
+    here = host.Machine("cpu", 2, "tcg")
     cell = matrix.Cell(config, CREATE, "tmpfs", 1,
-                       matrix.cell_key(image, "g", config, CREATE, "tmpfs", 1,
-                                       host.Machine("cpu", 2, "tcg")))
+                       matrix.cell_key(image, "g", config, CREATE, "tmpfs", 1, here), here.id)
     stored = cells.StoredCell(cell.label, "boots/b1", "s01", 0, 2.6, list(cell.history))
     cells.CellStore(layout).put(cell.key, stored)
     assert cells.CellStore(layout).get(cell.key) == stored
