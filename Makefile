@@ -9,6 +9,7 @@
 # Knobs: KERNELS (default: every kernel whose series exists; NAME@* bisects),
 # CPUS (default: 1 and 2, never more than the host's cores unless you ask),
 # REPEAT (perf boots per kernel and vCPU count), DEBUG_REPEAT, ICOUNT_REPEAT,
+# CS_REPEAT (tcg-cs boots per kernel: critical-section lengths, 0 skips them),
 # WORKLOADS, FLAVOURS, BASELINE, FULL=1 (all workloads, REPEAT=5,
 # ICOUNT_REPEAT=3), V=1 (echo the guest console).
 
@@ -24,6 +25,7 @@ endif
 REPEAT ?= 3
 DEBUG_REPEAT ?= 1
 ICOUNT_REPEAT ?= 2
+CS_REPEAT ?= 3
 WORKLOADS ?= default
 FLAVOURS ?= perf debug
 RUN_DIR ?=
@@ -39,7 +41,7 @@ DEPS_STAMP = build/.deps-$(shell echo $(PACKAGES) | md5sum | cut -c1-8)
 
 compare: $(DEPS_STAMP) check-workloads
 	$(HARNESS) compare --kernels $(KERNELS) --cpus $(CPUS) --repeat $(REPEAT) \
-		--debug-repeat $(DEBUG_REPEAT) --icount-repeat $(ICOUNT_REPEAT) \
+		--debug-repeat $(DEBUG_REPEAT) --icount-repeat $(ICOUNT_REPEAT) --cs-repeat $(CS_REPEAT) \
 		--workloads $(WORKLOADS) --flavours $(FLAVOURS) --baseline $(BASELINE) \
 		$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v)
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from harness import lockorder, progress
-from harness.boot import channel, qemu, runner
+from harness.boot import channel, qemu, runner, tcg_cs
 from harness.guest import initramfs, plan, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
@@ -82,18 +82,24 @@ def cmd_boot(args) -> int:
     layout = default_layout()
     known = workloads.load_all(layout.workloads)
     chosen = workloads.select(known, " ".join(args.workloads))
-    image = kbuild.build(layout, args.kernel, args.flavour)
+    if args.cs:  # the perf kernel with the plugin: 1 vCPU, -icount
+        args.flavour, args.cpus, args.icount = "perf", 1, True
+    image = (tcg_cs.build_image(layout, args.kernel) if args.cs
+             else kbuild.build(layout, args.kernel, args.flavour))
     files = initramfs.prepare(layout)
     items = [(w, fs, p) for w in chosen for fs in (args.fs or w.filesystems)
              for p in ([args.procs] if args.procs else w.procs_for(args.cpus))]
     steps = plan.make_steps(items)
-    machine = qemu.Machine(args.accel, args.cpus, icount=args.icount)
     out = Path(args.out or layout.results / "boots" /
-               f"{time.strftime('%Y%m%d-%H%M%S')}-{args.kernel}-{args.flavour}-manual")
+               f"{time.strftime('%Y%m%d-%H%M%S')}-{args.kernel}-{args.flavour}-"
+               f"{'tcg-cs' if args.cs else 'manual'}")
+    patterns = lockorder.patterns_for(layout, args.kernel)
+    machine = (tcg_cs.machine(layout, image, out, patterns) if args.cs
+               else qemu.Machine(args.accel, args.cpus, icount=args.icount))
     progress.say(f"booting {args.kernel}/{args.flavour} on {args.cpus} vCPUs "
                  f"({args.accel}{', icount' if args.icount else ''}): {len(steps)} steps, "
                  f"folder {out}")
-    record = runner.run_boot(image, files, machine, steps, out, "manual boot",
+    record = runner.run_boot(image, files, machine, steps, out, "manual boot", patterns,
                              timeout_s=args.timeout,
                              on_line=(lambda line: print(line, file=sys.stderr))
                              if args.verbose else _marker_printer)
@@ -122,6 +128,8 @@ def boot_summary(record: runner.BootRecord) -> dict:
                 item[f"{fig.phase} {fig.unit}"] = round(fig.value, 1)
             elif fig.metric == "acquisitions_per_op":
                 item[f"{fig.phase} {fig.lock} acquisitions/op"] = round(fig.value, 3)
+            elif fig.metric in ("cs_instructions_per_acq", "instructions_per_op"):
+                item[f"{fig.phase} {fig.lock or 'all'} {fig.metric}"] = round(fig.value, 1)
         if outcome.numbers and outcome.numbers.error:
             item["error"] = outcome.numbers.error
         steps.append(item)
@@ -149,6 +157,7 @@ def cmd_compare(args) -> int:
         layout.results / "runs" / time.strftime("%Y%m%d-%H%M%S")
     matrix = compare.Matrix(kernels=kernels, cpus=cpus, workloads=chosen, repeat=args.repeat,
                             debug_repeat=args.debug_repeat, icount_repeat=args.icount_repeat,
+                            cs_repeat=args.cs_repeat,
                             flavours=tuple(_split(args.flavours)))
     progress.say(f"compare: kernels {' '.join(kernels)}; vCPUs {' '.join(map(str, cpus))}; "
                  f"workloads {' '.join(w.name for w in chosen)}; repeat {args.repeat}; "
@@ -251,6 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workloads", nargs="*", default=["default"])
     p.add_argument("--accel", default="tcg", choices=["tcg", "kvm"])
     p.add_argument("--icount", action="store_true")
+    p.add_argument("--cs", action="store_true",
+                   help="critical-section lengths: the perf kernel with the tcg-cs plugin "
+                        "(1 vCPU, -icount)")
     p.add_argument("--timeout", type=float, help="seconds before the guest is killed")
     p.add_argument("--out", help="boot folder (default under results/boots/)")
     p.add_argument("-v", "--verbose", action="store_true", help="echo the console")
@@ -263,6 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--debug-repeat", type=int, default=1)
     p.add_argument("--icount-repeat", type=int, default=2)
+    p.add_argument("--cs-repeat", type=int, default=3,
+                   help="1-vCPU tcg-cs boots per kernel: critical-section lengths")
     p.add_argument("--flavours", nargs="*", default=["perf", "debug"])
     p.add_argument("--accel", choices=["tcg", "kvm"], help="skip the KVM probe")
     p.add_argument("--run-dir")
@@ -297,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-ERRORS = (series.SeriesError, kbuild.BuildError, workloads.WorkloadError, source.SourceError,
+ERRORS = (tcg_cs.TcgCsError, series.SeriesError, kbuild.BuildError, workloads.WorkloadError, source.SourceError,
           initramfs.GuestError, qemu.QemuError, charts.ChartError, reference.ReferenceError,
           FileNotFoundError)
 

@@ -36,8 +36,12 @@ class Machine:
     cpus: int
     memory_mb: int = 2048
     icount: bool = False
+    plugin: str = ""  # -plugin argument (TCG plugin and its options), see boot/tcg_cs.py
+    cmdline: str = ""  # kernel command line words this kind of machine adds
 
     def __post_init__(self) -> None:
+        if self.plugin and self.accel != "tcg":
+            raise QemuError("-plugin needs TCG")
         if self.icount and self.cpus != 1:
             raise QemuError("-icount runs are 1 vCPU only (with 2 vCPUs the guest hung "
                             "before /init on this machine)")
@@ -112,7 +116,7 @@ class CpuMeter:
 def command(spec: BootSpec, results: Path) -> list[str]:
     m = spec.machine
     cmdline = " ".join(filter(None, [
-        "console=ttyS0", "panic=-1", "rdinit=/init", "nokaslr", spec.cmdline]))
+        "console=ttyS0", "panic=-1", "rdinit=/init", "nokaslr", m.cmdline, spec.cmdline]))
     cmd = [QEMU, "-nodefaults", "-no-reboot", "-display", "none", "-nic", "none",
            "-machine", "pc", "-m", str(m.memory_mb), "-smp", str(m.cpus),
            "-kernel", str(spec.bzimage), "-initrd", str(spec.initramfs),
@@ -128,6 +132,8 @@ def command(spec: BootSpec, results: Path) -> list[str]:
         cmd += ["-accel", "tcg", "-cpu", "max"]
         if m.icount:
             cmd += ["-icount", ICOUNT]
+        if m.plugin:
+            cmd += ["-plugin", m.plugin]
     if spec.disk:
         # cache=unsafe: guest flushes do not reach the host disk, whose latency
         # would otherwise be measured instead of the kernel's locking.

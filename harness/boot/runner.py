@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from harness import icache
-from harness.boot import channel, measure, qemu
+from harness.boot import channel, measure, qemu, tcg_cs
 from harness.guest import initramfs, plan
 from harness.parsers import kernel_reports
 from harness.kernels.kbuild import KernelImage
@@ -104,7 +104,7 @@ def _step_status(numbers: measure.StepNumbers, step_reports: list[kernel_reports
 def boot_timeout(steps: list[plan.Step], machine: qemu.Machine) -> float:
     """Sum of the steps' own limits plus slack; -icount runs slower than wall time."""
     total = BOOT_SLACK_S + sum(s.workload.timeout_s for s in steps)
-    return total * (2 if machine.icount else 1)
+    return total * (4 if machine.plugin else 2 if machine.icount else 1)
 
 
 def run_boot(image: KernelImage, files: initramfs.GuestFiles, machine: qemu.Machine,
@@ -138,6 +138,7 @@ def record_boot(outcome: qemu.BootOutcome, steps: list[plan.Step], directory: Pa
         (files_dir / record.name.replace("/", "_")).write_bytes(record.data)
     spans = step_lines(console_text)
     windows = {w.step: w for w in outcome.steps}
+    cs_output = tcg_cs.read_output(directory)
     outcomes: list[StepOutcome] = []
     for step in steps:
         span = spans.get(step.id)
@@ -148,6 +149,8 @@ def record_boot(outcome: qemu.BootOutcome, steps: list[plan.Step], directory: Pa
         last = end if end is not None else float("inf")
         step_reports = [r for r in found if begin <= r.line <= last]
         numbers = measure.step_numbers(step, received, patterns)
+        if cs_output is not None:
+            numbers = tcg_cs.with_figures(numbers, step, cs_output, patterns)
         status = _step_status(numbers, step_reports, end is not None, outcome.timed_out)
         window = windows.get(step.id)
         outcomes.append(StepOutcome(

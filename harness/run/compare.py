@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import lockorder, progress
-from harness.boot import qemu, runner
+from harness.boot import qemu, runner, tcg_cs
 from harness.guest import initramfs, plan
 from harness.kernels import kbuild
 from harness.parsers import lockdep_graph
@@ -64,6 +64,7 @@ class Matrix:
     repeat: int  # perf boots per kernel and vCPU count
     debug_repeat: int = 1  # lock counts are exact: one debug boot settles them
     icount_repeat: int = 0  # 1-vCPU -icount perf boots per kernel
+    cs_repeat: int = 0  # 1-vCPU tcg-cs boots per kernel (critical-section lengths)
     flavours: tuple[str, ...] = ("perf", "debug")
     max_reruns: int = 2
 
@@ -78,6 +79,8 @@ class Matrix:
             if accel == "tcg":
                 for rep in range(1, self.icount_repeat + 1):
                     configs += [BootConfig(k, "perf", "tcg-icount", 1, rep) for k in self.kernels]
+                for rep in range(1, self.cs_repeat + 1):
+                    configs += [BootConfig(k, "perf", tcg_cs.MODE, 1, rep) for k in self.kernels]
             for rep in range(1, self.repeat + 1):
                 configs += [BootConfig(k, "perf", plain, c, rep)
                             for c in self.cpus for k in self.kernels]
@@ -244,6 +247,11 @@ def cell_history(config: BootConfig, cell: Cell) -> tuple:
     return (cell.workload.name, cell.fs, config.flavour, config.mode, config.cpus)
 
 
+def image_of(config: BootConfig) -> tuple[str, str]:
+    """The images key of a boot: tcg-cs boots the perf kernel plus its marker patch."""
+    return config.kernel, tcg_cs.IMAGE if config.mode == tcg_cs.MODE else config.flavour
+
+
 def link_tree(source: Path, target: Path) -> None:
     if target.exists():
         return
@@ -263,6 +271,10 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
     for i, (kernel, flavour) in enumerate(needed, 1):
         progress.say(f"kernel {i}/{len(needed)}: {kernel}/{flavour}")
         images[kernel, flavour] = kbuild.build(layout, kernel, flavour)
+    if matrix.cs_repeat and "perf" in matrix.flavours:
+        for i, kernel in enumerate(matrix.kernels, 1):
+            progress.say(f"measurement kernel {i}/{len(matrix.kernels)}: {kernel}/{tcg_cs.IMAGE}")
+            images[kernel, tcg_cs.IMAGE] = tcg_cs.build_image(layout, kernel)
 
     if accel is None:
         first = images[needed[0]]
@@ -273,7 +285,7 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
     pending: list[tuple[BootConfig, list[Cell]]] = []
     reused = 0
     for config in configs:
-        image = images[config.kernel, config.flavour]
+        image = images[image_of(config)]
         cells = []
         for workload in matrix.workloads:
             for fs in workload.filesystems:
@@ -309,7 +321,7 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
         left_at_start = times.estimate([(config, todo)] + pending)
         boot_started = time.monotonic()
         meter.start(f"{config.label}: {len(todo)} steps", left_s=left_at_start)
-        image = images[config.kernel, config.flavour]
+        image = images[image_of(config)]
         boot_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{config.slug}"
         boot_dir = layout.results / "boots" / boot_id
         steps = plan.make_steps([(c.workload, c.fs, c.procs) for c in todo])
@@ -327,7 +339,9 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
             if on_line:
                 on_line(line)
 
-        record = runner.run_boot(image, files, config.machine(accel), steps, boot_dir, header,
+        machine = (tcg_cs.machine(layout, image, boot_dir, patterns[config.kernel])
+                   if config.mode == tcg_cs.MODE else config.machine(accel))
+        record = runner.run_boot(image, files, machine, steps, boot_dir, header,
                                  patterns[config.kernel], on_line=show_cell)
         measured += len(todo)
         result.boots.append(record)
@@ -338,7 +352,7 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
         retry: list[Cell] = []
         for cell, outcome in zip(todo, record.steps):
             reruns = (cell.stored or {}).get("reruns", 0)
-            timed = config.flavour == "perf" and config.mode != "tcg-icount"
+            timed = config.flavour == "perf" and config.mode not in ("tcg-icount", tcg_cs.MODE)
             if outcome.status == "not-run":
                 retry.append(cell)
                 continue
@@ -414,6 +428,7 @@ def write_manifest(layout: Layout, run_dir: Path, matrix: Matrix,
         "matrix": {"kernels": matrix.kernels, "cpus": matrix.cpus,
                    "workloads": [w.name for w in matrix.workloads], "repeat": matrix.repeat,
                    "debug_repeat": matrix.debug_repeat, "icount_repeat": matrix.icount_repeat,
+                   "cs_repeat": matrix.cs_repeat,
                    "flavours": list(matrix.flavours)},
         "oversubscribed": [c for c in matrix.cpus if c > (os.cpu_count() or 1)],
         "kernels": kernels,

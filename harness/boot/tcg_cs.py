@@ -1,0 +1,184 @@
+"""The tcg-cs boot mode: critical-section lengths as a perf kernel has them.
+
+lock_stat's hold times come from the debug flavour, whose lockdep
+bookkeeping runs inside every critical section it times. This mode measures
+the perf flavour instead: QEMU (TCG, 1 vCPU, -icount) runs the kernel with
+the plugin of tcg-cs/plugin.c, which counts guest instructions from each
+spinlock's acquiring atomic to its releasing store, and every instruction
+of each timed phase. The kernel is the perf kernel plus the measurement
+patch tcg-cs/0001-*.patch, which only names lock classes where lockdep
+would (at lock initialisation), so that an acquisition can be given its
+icache role as lock_stat's would; the lock paths are untouched.
+
+Rows (flavour perf, mode tcg-cs, cpus 1), per timed phase:
+    lock ""    instructions_per_op       guest instructions per operation
+    lock ROLE  cs_acquisitions           acquisitions of that role (count)
+               cs_acquisitions_per_op
+               cs_instructions_per_acq   mean acquire-to-release length (insn)
+               cs_instructions_per_op    instructions with that role held, per op
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from pathlib import Path
+
+from harness import icache
+from harness.boot import measure, qemu
+from harness.guest.plan import Step
+from harness.kernels import kbuild, series, vmlinux
+from harness.layout import REPO_ROOT, Layout
+from harness.parsers import tcg_cs
+
+MODE = "tcg-cs"
+IMAGE = "perf+tcg-cs"  # how compare keys the measurement image beside perf and debug
+SOURCE = REPO_ROOT / "tcg-cs"
+PATCH = SOURCE / "0001-tcg-cs-mark-lock-classes-and-hash-tables-for-the-cri.patch"
+OUTPUT = "tcg-cs.out"  # the plugin's output, in the boot folder
+CMDLINE = "inode_duel_cs=1"  # tells the guest's shell to mark its lock_stat windows
+
+# Out-of-line lock functions of x86-64 !PREEMPT kernels whose `lock cmpxchg`
+# takes the lock (value: is it a trylock).
+LOCK_FUNCTIONS = {"_raw_spin_lock": False, "_raw_spin_lock_bh": False,
+                  "_raw_spin_lock_irq": False, "_raw_spin_lock_irqsave": False,
+                  "_raw_spin_trylock": True, "_raw_spin_trylock_bh": True}
+# Tables declared by alloc_large_system_hash() whose bit spinlocks are a role:
+# the inode hash of the series with per-bucket locks (hlist_bl).
+TABLE_ROLES = {"Inode-cache": "hash"}
+
+
+class TcgCsError(Exception):
+    pass
+
+
+def measurement_kernel(layout: Layout, name: str) -> series.Kernel:
+    """The kernel NAME plus the marker patch, under a name of its own."""
+    kernel = series.resolve(layout, name)
+    return series.Kernel(f"{kernel.name}+tcg-cs",
+                         kernel.patches + (series.Patch("tcg-cs", 1, PATCH),))
+
+
+def build_image(layout: Layout, name: str) -> kbuild.KernelImage:
+    return kbuild.build_kernel(layout, measurement_kernel(layout, name), "perf")
+
+
+def plugin_library(layout: Layout) -> Path:
+    """Build (make keeps it current) and return the plugin's shared object."""
+    out = layout.build / "tcg-cs"
+    result = subprocess.run(["make", "-s", "-C", str(SOURCE), f"OUT={out}"],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise TcgCsError("building the tcg-cs plugin failed:\n" + result.stdout + result.stderr)
+    return out / "libtcgcs.so"
+
+
+def static_lock_names(patterns: dict[str, tuple[str, ...]]) -> set[str]:
+    """Role patterns that name one static lock (a C identifier): inode_hash_lock, ..."""
+    return {p for pats in patterns.values() for p in pats if p.isidentifier()}
+
+
+def plugin_config(layout: Layout, image: kbuild.KernelImage, out: Path,
+                  patterns: dict[str, tuple[str, ...]]) -> str:
+    """The plugin's configuration for one boot of image (see tcg-cs/plugin.c)."""
+    symbols = vmlinux.read_system_map(image.directory / "System.map")
+    functions = vmlinux.function_ranges(symbols, tuple(LOCK_FUNCTIONS))
+    missing = sorted(set(LOCK_FUNCTIONS) - set(functions) - {"_raw_spin_trylock_bh"})
+    if missing:
+        raise TcgCsError(f"{image.directory}/System.map: no {', '.join(missing)} "
+                         "(lock functions inlined? this mode needs them out of line)")
+    elf = vmlinux.Elf(vmlinux.cached_elf(image.bzimage, layout.build / "tcg-cs", image.key).
+                      read_bytes(), str(image.bzimage))
+    names = vmlinux.class_marker_names(elf)
+    if not names:
+        raise TcgCsError(f"{image.bzimage}: no lock-class markers (not built with {PATCH.name}?)")
+    for table in TABLE_ROLES:
+        for address in elf.find_strings(table):
+            names[address] = table
+    lines = [f"out {out}"]
+    lines += [f"spin {start:x} {end:x} {int(LOCK_FUNCTIONS[name])} {name}"
+              for name, (start, end) in sorted(functions.items())]
+    lines += [f"name {address:x} {text}" for address, text in sorted(names.items())]
+    statics = static_lock_names(patterns)
+    lines += [f"static {s.address:x} {s.name}" for s in symbols
+              if s.name in statics and s.kind in "bBdD"]
+    return "\n".join(lines) + "\n"
+
+
+def machine(layout: Layout, image: kbuild.KernelImage, boot_dir: Path,
+            patterns: dict[str, tuple[str, ...]] = icache.DEFAULT_PATTERNS) -> qemu.Machine:
+    """The 1-vCPU -icount machine with the plugin, configured for this boot."""
+    boot_dir.mkdir(parents=True, exist_ok=True)
+    config = boot_dir / "tcg-cs.conf"
+    config.write_text(plugin_config(layout, image, boot_dir / OUTPUT, patterns))
+    return qemu.Machine("tcg", 1, icount=True,
+                        plugin=f"{plugin_library(layout)},config={config}", cmdline=CMDLINE)
+
+
+def role_patterns(patterns: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """The kernel's role patterns plus the hash tables whose bit locks are a role."""
+    out = dict(patterns)
+    for table, role in TABLE_ROLES.items():
+        out[role] = out.get(role, ()) + (table,)
+    return out
+
+
+def read_output(directory: Path) -> tcg_cs.Output | None:
+    """The plugin's output of a boot folder, None when the boot ran without it."""
+    path = directory / OUTPUT
+    if not path.exists():
+        return None
+    return tcg_cs.parse(path.read_text(errors="replace"), str(path))
+
+
+def with_figures(numbers: measure.StepNumbers, step: Step, output: tcg_cs.Output,
+                 patterns: dict[str, tuple[str, ...]]) -> measure.StepNumbers:
+    """A step's numbers plus the plugin's, over the step's lock_stat windows."""
+    ops = {f.phase: f.value for f in numbers.figures if f.metric == "ops" and not f.lock}
+    windows = ops if step.workload.windowed else {"all": sum(ops.values())}
+    roles = role_patterns(patterns)
+    figures = list(numbers.figures)
+    missing = []
+    for phase, count in windows.items():
+        window = output.windows.get(f"{step.id}.{phase}")
+        if window is None:
+            missing.append(phase)
+            continue
+        figures += window_figures(phase, count, window, roles)
+    error = numbers.error
+    if missing and not error and numbers.exit_code == 0:
+        error = f"tcg-cs: no plugin window for phase {', '.join(missing)}"
+    return dataclasses.replace(numbers, figures=tuple(figures), error=error)
+
+
+def window_figures(phase: str, ops: float, window: tcg_cs.Window,
+                   patterns: dict[str, tuple[str, ...]]) -> list[measure.Figure]:
+    out = [measure.Figure(phase, "", "instructions", window.instructions, "insn")]
+    if ops:
+        out.append(measure.Figure(phase, "", "instructions_per_op", window.instructions / ops,
+                                  "insn"))
+    held: dict[str, list[int]] = {}
+    unnamed = 0
+    for lock_class, (n, total) in window.by_class().items():
+        role = icache.role_of(lock_class, patterns)
+        if role:
+            acc = held.setdefault(role, [0, 0])
+            acc[0] += n
+            acc[1] += total
+        elif lock_class.startswith("?"):
+            unnamed += n
+    for role in icache.ROLES:
+        if role not in held:
+            continue
+        n, total = held[role]
+        out += [measure.Figure(phase, role, "cs_acquisitions", n, "count"),
+                measure.Figure(phase, role, "cs_instructions_per_acq", total / n, "insn")]
+        if ops:
+            out += [measure.Figure(phase, role, "cs_acquisitions_per_op", n / ops, "per op"),
+                    measure.Figure(phase, role, "cs_instructions_per_op", total / ops, "insn")]
+    # Locks no marker named (initialised without spin_lock_init) and the
+    # plugin's own checks: evidence that the attribution above is complete.
+    out.append(measure.Figure(phase, "", "cs_unnamed_acquisitions", unnamed, "count"))
+    for key, value in sorted(window.notes.items()):
+        out.append(measure.Figure(phase, "", f"cs_note.{key}", value, "count"))
+    return out
