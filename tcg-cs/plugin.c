@@ -58,6 +58,7 @@
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
 
 #define KERNEL_START		0xffff800000000000ull
+#define IMAGE_START		0xffffffff80000000ull	/* the kernel image: static data */
 
 /* Markers: the guest side is workloads/src/csmark.h and the kernel patch. */
 #define MARK_BEGIN		0xb1
@@ -72,7 +73,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
 #define MAX_SPIN_FNS		32
 #define MAX_RANGES		64
 #define MAX_LABEL		128
-#define UNREGISTERED		0	/* class of a lock no marker named */
+#define UNREGISTERED		0	/* class of a dynamic lock no marker named */
 
 /* ---- state (one vCPU: no locking anywhere) ---- */
 
@@ -86,7 +87,11 @@ struct spin_fn {
 static struct spin_fn spin_fns[MAX_SPIN_FNS];
 static int n_spin_fns;
 
-/* Class names; class 0 is "?", a lock whose initialisation no marker named. */
+/*
+ * Class names. Class 0 is "?", a dynamic lock whose initialisation no marker
+ * named; a static lock no marker named is "@ADDR" (see System.map), a marker
+ * whose name the harness did not resolve "?ADDR" (the string is at ADDR).
+ */
 static char **class_names;
 static uint32_t n_classes, cap_classes;
 
@@ -270,6 +275,20 @@ static uint32_t reg_get(uint64_t key)
 	return reg_keys[i] ? reg_vals[i] : UNREGISTERED;
 }
 
+static uint32_t class_of_lock(uint64_t addr)
+{
+	uint32_t cls = reg_get(addr);
+	char buf[32];
+
+	if (cls != UNREGISTERED || addr < IMAGE_START)
+		return cls;
+	/* A statically initialised lock (DEFINE_SPINLOCK): one class per address. */
+	snprintf(buf, sizeof(buf), "@%" PRIx64, addr);
+	cls = new_class(buf);
+	reg_set(addr, cls);
+	return cls;
+}
+
 /* ---- per-window statistics ---- */
 
 static void stats_reset(void)
@@ -388,7 +407,7 @@ static void on_spin_acquire(unsigned int vcpu, qemu_plugin_meminfo_t info, uint6
 		memmove(held + i, held + i + 1, (n_held - i - 1) * sizeof(*held));
 		n_held--;
 	}
-	push_held(addr, reg_get(addr), site, 0);
+	push_held(addr, class_of_lock(addr), site, 0);
 }
 
 static void on_byte_zero_store(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t addr,
