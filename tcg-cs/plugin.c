@@ -28,6 +28,14 @@
  *    passes them in, with the static locks of System.map.
  *  - the call site: the address of the call (or tail jump) into a
  *    _raw_spin_lock*() function, for validation against the disassembly.
+ *  - interrupts: an interrupt that arrives while a lock is held (entry
+ *    points from System.map, up to the `iretq` that returns from it) is
+ *    counted apart: a section's own instructions exclude it, and how many
+ *    instructions interrupts took inside sections is written beside them.
+ *    Under -icount the emulated CPU runs 250 million instructions per
+ *    emulated second, so its timer and disk interrupts land in a section
+ *    tens of times more often than on hardware; a section's own length is
+ *    what the kernel's code makes it.
  *  - windows: the guest's userspace executes `cs cmpb $KIND, ADDR`
  *    (workloads/src/csmark.h): begin, end, then the window's label one
  *    byte per marker (the byte is the address's offset in a 256-byte page).
@@ -40,12 +48,16 @@
  * Usage: -plugin libtcgcs.so,config=FILE with FILE lines:
  *   out PATH                       where the results go
  *   spin START END TRYLOCK NAME    a lock function (hex addresses, END excluded)
+ *   irq ADDR ASYNC NAME            an interrupt (ASYNC 1) or exception entry point
  *   name ADDR STRING               the string at ADDR (class names, table names)
  *   static ADDR STRING             a statically initialised lock and its name
  * Output (tab-separated), per window when its label is complete:
- *   window LABEL INSTRUCTIONS
- *   cs LABEL CLASS SITE ACQUISITIONS INSTRUCTIONS MIN MAX
+ *   window LABEL INSTRUCTIONS INTERRUPT_INSTRUCTIONS
+ *   cs LABEL CLASS SITE ACQUISITIONS INSTRUCTIONS MIN MAX INTERRUPT_INSTRUCTIONS INTERRUPTED
  *   note LABEL KEY VALUE
+ * where a section's INSTRUCTIONS (and MIN, MAX) are its own and
+ * INTERRUPT_INSTRUCTIONS those of interrupts that arrived while a lock was
+ * held (in the window line: over the whole window).
  * and at exit "boot KEY VALUE" lines.
  */
 #include <inttypes.h>
@@ -71,6 +83,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
 
 #define MAX_HELD		64
 #define MAX_SPIN_FNS		32
+#define MAX_IRQ_ENTRIES		128
 #define MAX_RANGES		64
 #define MAX_LABEL		128
 #define UNREGISTERED		0	/* class of a dynamic lock no marker named */
@@ -116,8 +129,20 @@ static struct range ranges[MAX_RANGES];
 static int n_ranges;
 static uint64_t range_name, range_start;	/* a range being declared */
 
+/* IDT entry points, and the interrupts that arrived while a lock was held. */
+struct irq_entry {
+	uint64_t addr;
+	int async;
+};
+static struct irq_entry irq_entries[MAX_IRQ_ENTRIES];
+static int n_irq_entries;
+static int irq_depth;		/* nesting of the interrupt being counted apart, 0: none */
+static uint64_t irq_begin;	/* insns when it arrived */
+static uint64_t irq_insns;	/* instructions of such interrupts, whole boot */
+
 struct held {
 	uint64_t addr, start, site;
+	uint64_t irq_start;	/* irq_insns when acquired */
 	uint32_t cls;
 	int bit;
 };
@@ -127,7 +152,7 @@ static uint64_t pending_site;	/* the last call into a lock function */
 
 /* Per-window statistics by (class, site). */
 struct stat {
-	uint64_t site, n, sum, min, max;
+	uint64_t site, n, sum, min, max, irq, interrupted;
 	uint32_t cls;
 	int used;
 };
@@ -155,7 +180,7 @@ static uint64_t boot_notes[N_NOTES];	/* the whole boot */
 
 static int window_open;
 static int labelling;
-static uint64_t window_begin, window_insns;
+static uint64_t window_begin, window_insns, window_irq_begin, window_irq;
 static char label[MAX_LABEL + 1];
 static size_t label_len;
 static uint64_t windows_written;
@@ -328,7 +353,8 @@ static struct stat *stat_slot(uint32_t cls, uint64_t site)
 
 static void record(const struct held *h)
 {
-	uint64_t len = insns - h->start + 1;
+	uint64_t irq = irq_insns - h->irq_start;
+	uint64_t len = insns - h->start + 1 - irq;
 	struct stat *s;
 
 	if (!window_open)
@@ -343,6 +369,8 @@ static void record(const struct held *h)
 	}
 	s->n++;
 	s->sum += len;
+	s->irq += irq;
+	s->interrupted += irq > 0;
 	if (len < s->min)
 		s->min = len;
 	if (len > s->max)
@@ -374,6 +402,7 @@ static void push_held(uint64_t addr, uint32_t cls, uint64_t site, int bit)
 	held[n_held].site = site;
 	held[n_held].cls = cls;
 	held[n_held].bit = bit;
+	held[n_held].irq_start = irq_insns;
 	n_held++;
 }
 
@@ -466,6 +495,30 @@ static void on_bit_release(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64
 		release(i);
 }
 
+/*
+ * An interrupt is counted apart from the moment it arrives while a lock is
+ * held (so it came from kernel code and returns there without scheduling)
+ * to its iretq; exceptions and interrupts nested in it only deepen it.
+ */
+static void on_irq_entry(unsigned int vcpu, void *udata)
+{
+	(void)vcpu;
+	if (irq_depth) {
+		irq_depth++;
+	} else if (udata && n_held) {
+		irq_depth = 1;
+		irq_begin = insns;
+	}
+}
+
+static void on_iret(unsigned int vcpu, void *udata)
+{
+	(void)vcpu;
+	(void)udata;
+	if (irq_depth && !--irq_depth)
+		irq_insns += insns - irq_begin;
+}
+
 static void on_lock_call(unsigned int vcpu, void *udata)
 {
 	(void)vcpu;
@@ -487,14 +540,15 @@ static void write_window(void)
 	int n;
 
 	label[label_len] = '\0';
-	fprintf(out, "window\t%s\t%" PRIu64 "\n", label, window_insns);
+	fprintf(out, "window\t%s\t%" PRIu64 "\t%" PRIu64 "\n", label, window_insns, window_irq);
 	for (i = 0; i < stats_cap; i++) {
 		const struct stat *s = &stats[i];
 
 		if (s->used)
 			fprintf(out, "cs\t%s\t%s\t%" PRIx64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-				"\t%" PRIu64 "\n", label, class_names[s->cls], s->site, s->n,
-				s->sum, s->min, s->max);
+				"\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", label,
+				class_names[s->cls], s->site, s->n, s->sum, s->min, s->max, s->irq,
+				s->interrupted);
 	}
 	for (n = 0; n < N_NOTES; n++)
 		if (notes[n])
@@ -520,6 +574,7 @@ static void on_byte_marker(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64
 		window_open = 1;
 		labelling = 0;
 		window_begin = insns;
+		window_irq_begin = irq_insns;
 		break;
 	case MARK_END:
 		if (!window_open) {
@@ -527,8 +582,10 @@ static void on_byte_marker(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64
 			memset(notes, 0, sizeof(notes));
 			note(NOTE_NOT_OPENED);
 			window_begin = insns;
+			window_irq_begin = irq_insns;
 		}
 		window_insns = insns - window_begin;
+		window_irq = irq_insns - window_irq_begin;
 		notes[NOTE_HELD_AT_END] = n_held;
 		window_open = 0;
 		labelling = 1;
@@ -628,6 +685,21 @@ static uint64_t branch_target(const uint8_t *p, size_t n, uint64_t vaddr)
 	return 0;
 }
 
+static const struct irq_entry *irq_entry_at(uint64_t addr)
+{
+	int i;
+
+	for (i = 0; i < n_irq_entries; i++)
+		if (irq_entries[i].addr == addr)
+			return &irq_entries[i];
+	return NULL;
+}
+
+static int is_iretq(const uint8_t *p, size_t n)
+{
+	return n == 2 && p[0] == 0x48 && p[1] == 0xcf;
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t i, n = qemu_plugin_tb_n_insns(tb);
@@ -640,8 +712,17 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		uint64_t vaddr = qemu_plugin_insn_vaddr(insn);
 		int kernel = vaddr >= KERNEL_START;
 		const struct spin_fn *fn;
+		const struct irq_entry *entry;
 		struct insn d;
 		uint64_t target;
+
+		if (kernel && (entry = irq_entry_at(vaddr)))
+			qemu_plugin_register_vcpu_insn_exec_cb(insn, on_irq_entry,
+							       QEMU_PLUGIN_CB_NO_REGS,
+							       (void *)(uintptr_t)entry->async);
+		if (kernel && is_iretq(p, size))
+			qemu_plugin_register_vcpu_insn_exec_cb(insn, on_iret, QEMU_PLUGIN_CB_NO_REGS,
+							       NULL);
 
 		if (!decode(p, size, &d)) {
 			qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64,
@@ -701,6 +782,7 @@ static void at_exit(qemu_plugin_id_t id, void *udata)
 	(void)id;
 	(void)udata;
 	fprintf(out, "boot\tinstructions\t%" PRIu64 "\n", insns);
+	fprintf(out, "boot\tinterrupt_instructions\t%" PRIu64 "\n", irq_insns);
 	fprintf(out, "boot\twindows\t%" PRIu64 "\n", windows_written);
 	fprintf(out, "boot\tbyte_markers\t%" PRIu64 "\n", byte_markers);
 	fprintf(out, "boot\tregistered_locks\t%zu\n", reg_used);
@@ -753,6 +835,16 @@ static int read_config(const char *path)
 			spin_fns[n_spin_fns].end = b;
 			spin_fns[n_spin_fns].trylock = trylock;
 			n_spin_fns++;
+		} else if (!strcmp(kind, "irq")) {
+			int async;
+
+			if (sscanf(line + used, "%" SCNx64 " %d", &a, &async) != 2)
+				return fail(path, lineno, "expected: irq ADDR ASYNC NAME");
+			if (n_irq_entries == MAX_IRQ_ENTRIES)
+				return fail(path, lineno, "too many interrupt entry points");
+			irq_entries[n_irq_entries].addr = a;
+			irq_entries[n_irq_entries].async = async;
+			n_irq_entries++;
 		} else if (!strcmp(kind, "name") || !strcmp(kind, "static")) {
 			int at;
 

@@ -2,14 +2,16 @@
 
 Tab-separated lines: a header "tcg-cs 1"; per window the guest closed,
 
-    window  LABEL  INSTRUCTIONS
-    cs      LABEL  CLASS  SITE  ACQUISITIONS  INSTRUCTIONS  MIN  MAX
+    window  LABEL  INSTRUCTIONS  INTERRUPT_INSTRUCTIONS
+    cs      LABEL  CLASS  SITE  ACQUISITIONS  INSTRUCTIONS  MIN  MAX  INTERRUPT_INSTRUCTIONS  INTERRUPTED
     note    LABEL  KEY    VALUE
 
 and, when QEMU exited normally, "boot KEY VALUE" lines. LABEL is
 "<step>.<phase>", the name of the lock_stat file of the same window. A
 section's INSTRUCTIONS is the sum over its ACQUISITIONS of the guest
-instructions from the acquiring atomic to the releasing store, both counted.
+instructions from the acquiring atomic to the releasing store, both counted,
+less those of interrupts that arrived meanwhile (INTERRUPT_INSTRUCTIONS, in
+INTERRUPTED of the sections); MIN and MAX are of the same own lengths.
 """
 
 from __future__ import annotations
@@ -29,24 +31,28 @@ class Section:
     lock_class: str
     site: int  # address of the call into the lock function (0: unknown)
     acquisitions: int
-    instructions: int
+    instructions: int  # own: interrupts excluded
     min: int
     max: int
+    interrupt_instructions: int
+    interrupted: int  # sections an interrupt arrived in
 
 
 @dataclass
 class Window:
     label: str
     instructions: int
+    interrupt_instructions: int  # of interrupts that arrived while a lock was held
     sections: list[Section] = field(default_factory=list)
     notes: dict[str, int] = field(default_factory=dict)
 
-    def by_class(self) -> dict[str, tuple[int, int]]:
-        """Class -> (acquisitions, instructions held), over all call sites."""
-        out: dict[str, tuple[int, int]] = {}
+    def by_class(self) -> dict[str, tuple[int, int, int]]:
+        """Class -> (acquisitions, own instructions, interrupt instructions), all call sites."""
+        out: dict[str, tuple[int, int, int]] = {}
         for s in self.sections:
-            n, total = out.get(s.lock_class, (0, 0))
-            out[s.lock_class] = (n + s.acquisitions, total + s.instructions)
+            n, total, irq = out.get(s.lock_class, (0, 0, 0))
+            out[s.lock_class] = (n + s.acquisitions, total + s.instructions,
+                                 irq + s.interrupt_instructions)
         return out
 
 
@@ -76,18 +82,21 @@ def parse(text: str, source: str = "tcg-cs output") -> Output:
     for lineno, line in enumerate(lines[1:], 2):
         parts = line.split("\t")
         kind = parts[0]
-        if kind == "window" and len(parts) == 3:
-            current = Window(parts[1], _int(parts[2], source, lineno))
+        if kind == "window" and len(parts) == 4:
+            current = Window(parts[1], _int(parts[2], source, lineno),
+                             _int(parts[3], source, lineno))
             windows[current.label] = current
         elif kind in ("cs", "note"):
             if current is None or len(parts) < 2 or parts[1] != current.label:
                 raise TcgCsError(f"{source}:{lineno}: {kind} line outside its window: {line!r}")
-            if kind == "cs" and len(parts) == 8:
-                n, total, low, high = (_int(p, source, lineno) for p in parts[4:8])
-                if n <= 0 or not (low <= high) or not (n * low <= total <= n * high):
+            if kind == "cs" and len(parts) == 10:
+                n, total, low, high, irq, interrupted = (_int(p, source, lineno)
+                                                         for p in parts[4:10])
+                if (n <= 0 or not (low <= high) or not (n * low <= total <= n * high)
+                        or not (0 <= interrupted <= n) or (irq > 0) != (interrupted > 0)):
                     raise TcgCsError(f"{source}:{lineno}: inconsistent section: {line!r}")
                 current.sections.append(Section(parts[2], _int(parts[3], source, lineno, 16),
-                                                n, total, low, high))
+                                                n, total, low, high, irq, interrupted))
             elif kind == "note" and len(parts) == 4:
                 current.notes[parts[2]] = _int(parts[3], source, lineno)
             else:

@@ -125,6 +125,8 @@ def cell_key(image: kbuild.KernelImage, initramfs: Path, config: BootConfig,
     h = hashlib.sha256()
     h.update(json.dumps([image.key, initramfs.name, config.flavour, config.mode, accel,
                          config.cpus, config.repetition, fs, procs]).encode())
+    if config.mode == tcg_cs.MODE:  # the plugin measures: a changed one measures anew
+        h.update(tcg_cs.plugin_digest().encode())
     h.update(workload.text.encode())
     return h.hexdigest()[:20]
 

@@ -3,8 +3,8 @@
 captured-mainline-default.out: the plugin's output of one tcg-cs boot of the
 mainline perf kernel with tcg-cs/0001-*.patch, default workloads (see
 harness/test_data/tcg-cs/README.md for the command). captured-*.objdump:
-`objdump -d --no-show-raw-insn` of that image around a call site the
-boot measured.
+`objdump -d --no-show-raw-insn` of the same image (the ELF inside its
+bzImage) for _raw_spin_lock, _raw_spin_trylock and new_inode.
 """
 
 from pathlib import Path
@@ -36,6 +36,9 @@ def test_captured_output_has_a_window_per_lock_stat_window():
         assert window.sections
         for s in window.sections:
             assert s.min <= s.instructions / s.acquisitions <= s.max
+            assert (s.interrupted > 0) == (s.interrupt_instructions > 0)
+    # ext4 create+unlink waits for its disk: interrupts land in its sections.
+    assert out.windows["s02.create-unlink"].interrupt_instructions > 0
     assert out.boot["windows"] == len(out.windows)
     assert out.boot["acquire_on_held"] == 0  # no release the plugin missed
 
@@ -52,13 +55,18 @@ def test_bad_header_names_the_file_and_line():
 
 
 def test_section_outside_its_window_is_an_error_with_its_line():
-    text = "tcg-cs\t1\nwindow\ts01.a\t100\ncs\ts02.b\tc\t0\t1\t5\t5\t5\n"
+    text = "tcg-cs\t1\nwindow\ts01.a\t100\t0\ncs\ts02.b\tc\t0\t1\t5\t5\t5\t0\t0\n"
     with pytest.raises(parser.TcgCsError, match=r"x.out:3: cs line outside its window"):
         parser.parse(text, "x.out")
 
 
-def test_inconsistent_section_is_an_error():
-    text = "tcg-cs\t1\nwindow\ts01.a\t100\ncs\ts01.a\tc\t0\t2\t5\t3\t9\n"
+@pytest.mark.parametrize("section", [
+    "2\t5\t3\t9\t0\t0",  # a mean below the minimum
+    "2\t10\t5\t5\t0\t1",  # interrupted without interrupt instructions
+    "2\t10\t5\t5\t40\t3",  # more interrupted sections than sections
+])
+def test_inconsistent_section_is_an_error(section):
+    text = f"tcg-cs\t1\nwindow\ts01.a\t100\t0\ncs\ts01.a\tc\t0\t{section}\n"
     with pytest.raises(parser.TcgCsError, match=r"x.out:3: inconsistent"):
         parser.parse(text, "x.out")
 
@@ -109,15 +117,39 @@ def test_inode_hash_table_bit_locks_are_the_hash_role():
     assert icache.role_of("Dentry cache", roles) is None
 
 
+def objdump(name: str) -> list[cs_validation.Insn]:
+    return cs_validation.parse_objdump((DATA / f"captured-{name}.objdump").read_text())
+
+
 def test_lock_fast_path_follows_a_successful_cmpxchg():
-    insns = cs_validation.parse_objdump((DATA / "captured-raw_spin_lock.objdump").read_text())
-    assert cs_validation.lock_fast_path(insns) == 3  # cmpxchg, jne (not taken), ret
-    trylock = cs_validation.parse_objdump(
-        (DATA / "captured-raw_spin_trylock.objdump").read_text())
-    assert cs_validation.lock_fast_path(trylock) == 4  # cmpxchg, je (taken), mov, ret
+    assert cs_validation.lock_fast_path(objdump("raw_spin_lock")) == 3  # cmpxchg, jne, ret
+    assert cs_validation.lock_fast_path(objdump("raw_spin_trylock")) == 4  # cmpxchg, je, mov, ret
+
+
+# new_inode() of the captured image: spin_lock(&inode->i_lock) at 0x...a069,
+# inode_sb_list_add() inlined with its spin_lock(&sb->s_inode_list_lock) at 0x...a088.
+I_LOCK_CALL, SB_LIST_CALL = 0xffffffff8112a069, 0xffffffff8112a088
 
 
 def test_straight_line_release_counts_to_the_unlock_store():
-    insns = cs_validation.parse_objdump((DATA / "captured-new_inode.objdump").read_text())
-    after_call = [i for i in insns if i.address > 0][1:]
-    assert cs_validation.straight_line_release(after_call) is not None
+    insns = objdump("new_inode")
+    assert cs_validation.straight_line_release([i for i in insns if i.address > I_LOCK_CALL]) == 2
+    assert cs_validation.straight_line_release(
+        [i for i in insns if i.address > SB_LIST_CALL]) == 10
+    # From the function's start a call comes before any release: not straight-line.
+    assert cs_validation.straight_line_release(insns) is None
+
+
+def test_plugin_measures_exactly_what_the_disassembly_gives():
+    fast = cs_validation.lock_fast_path(objdump("raw_spin_lock"))
+    insns = objdump("new_inode")
+    for window in ("s01.create-unlink", "s02.create-unlink"):
+        sections = {s.site: s for s in captured().windows[window].sections}
+        for site, lock_class in ((I_LOCK_CALL, "&sb->s_type->i_lock_key"),
+                                 (SB_LIST_CALL, "&s->s_inode_list_lock")):
+            expected = fast + cs_validation.straight_line_release(
+                [i for i in insns if i.address > site])
+            section = sections[site]
+            assert section.lock_class == lock_class
+            assert section.min == section.max == expected
+            assert section.acquisitions == 2000  # one per create+unlink
