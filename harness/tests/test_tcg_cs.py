@@ -153,3 +153,35 @@ def test_plugin_measures_exactly_what_the_disassembly_gives():
             assert section.lock_class == lock_class
             assert section.min == section.max == expected
             assert section.acquisitions == 2000  # one per create+unlink
+
+
+def _row(kernel, mode, metric, value, lock="i_lock", cell="c1", flavour="perf", cpus=1):
+    from harness.run import tidy
+    return tidy.Row(kernel, flavour, mode, "create-unlink", "tmpfs", cpus, 1, 1, "create-unlink",
+                    lock, metric, value, "", "ok", cell)
+
+
+def test_summary_cv_is_over_boots_and_skips_rare_roles():
+    from harness.analysis import cs_summary
+    rows = []
+    for cell, own, irq in (("a", 30.0, 0.0), ("b", 30.3, 3.0), ("c", 29.7, 0.0)):
+        rows += [_row("k", "tcg-cs", "cs_instructions_per_acq", own, cell=cell),
+                 _row("k", "tcg-cs", "cs_interrupt_instructions_per_acq", irq, cell=cell),
+                 _row("k", "tcg-cs", "cs_acquisitions", 16000, cell=cell),
+                 _row("k", "tcg-cs", "cs_instructions_per_acq", 12.0, lock="lru", cell=cell),
+                 _row("k", "tcg-cs", "cs_acquisitions", 999, lock="lru", cell=cell)]
+    [rep] = cs_summary.repeatability(rows)
+    assert (rep.role, rep.boots, rep.min_acquisitions) == ("i_lock", 3, 16000)
+    assert rep.mean == pytest.approx(30.0)
+    assert rep.cv == pytest.approx(0.01)  # stdev 0.3 of a mean of 30
+    assert rep.interrupt_mean == pytest.approx(1.0)
+    assert rep.total_cv > rep.cv
+
+
+def test_summary_agreement_pairs_the_plugin_with_one_vcpu_lock_stat():
+    from harness.analysis import cs_summary
+    rows = [_row("k", "tcg-cs", "cs_acquisitions_per_op", 8.0),
+            _row("k", "tcg", "acquisitions_per_op", 8.0, flavour="debug"),
+            _row("k", "tcg", "acquisitions_per_op", 9.5, flavour="debug", cpus=2)]
+    [(kernel, case, role, mine, exact, icount)] = cs_summary.agreement(rows, {})
+    assert (kernel, role, mine, exact, icount) == ("k", "i_lock", 8.0, 8.0, None)
