@@ -49,15 +49,19 @@
  *   out PATH                       where the results go
  *   spin START END TRYLOCK NAME    a lock function (hex addresses, END excluded)
  *   irq ADDR ASYNC NAME            an interrupt (ASYNC 1) or exception entry point
- *   name ADDR STRING               the string at ADDR (class names, table names)
- *   static ADDR STRING             a statically initialised lock and its name
+ *   name ADDR ROLE STRING          the string at ADDR (class names, table names)
+ *   static ADDR ROLE STRING        a statically initialised lock and its name
+ * ROLE is the class's icache role, "-" for none: the plugin counts how many
+ * instructions ran with at least one lock of a role held.
  * Output (tab-separated), per window when its label is complete:
- *   window LABEL INSTRUCTIONS INTERRUPT_INSTRUCTIONS
+ *   window LABEL INSTRUCTIONS INTERRUPT_INSTRUCTIONS ROLE_HELD_INSTRUCTIONS
  *   cs LABEL CLASS SITE ACQUISITIONS INSTRUCTIONS MIN MAX INTERRUPT_INSTRUCTIONS INTERRUPTED
  *   note LABEL KEY VALUE
  * where a section's INSTRUCTIONS (and MIN, MAX) are its own and
  * INTERRUPT_INSTRUCTIONS those of interrupts that arrived while a lock was
- * held (in the window line: over the whole window).
+ * held (in the window line: over the whole window); ROLE_HELD_INSTRUCTIONS
+ * are the window's instructions (interrupts included) with at least one
+ * lock of a role held.
  * and at exit "boot KEY VALUE" lines.
  */
 #include <inttypes.h>
@@ -106,6 +110,7 @@ static int n_spin_fns;
  * whose name the harness did not resolve "?ADDR" (the string is at ADDR).
  */
 static char **class_names;
+static uint8_t *class_has_role;
 static uint32_t n_classes, cap_classes;
 
 /* Known strings: address -> class, sorted by address for bsearch. */
@@ -148,6 +153,9 @@ struct held {
 };
 static struct held held[MAX_HELD];
 static int n_held;
+static int n_role_held;		/* held locks whose class has a role */
+static uint64_t role_since;	/* insns when n_role_held became 1 */
+static uint64_t role_closed;	/* instructions with a role held, closed intervals */
 static uint64_t pending_site;	/* the last call into a lock function */
 
 /* Per-window statistics by (class, site). */
@@ -181,6 +189,7 @@ static uint64_t boot_notes[N_NOTES];	/* the whole boot */
 static int window_open;
 static int labelling;
 static uint64_t window_begin, window_insns, window_irq_begin, window_irq;
+static uint64_t window_role_begin, window_role;
 static char label[MAX_LABEL + 1];
 static size_t label_len;
 static uint64_t windows_written;
@@ -208,15 +217,18 @@ static void *grow(void *p, size_t *cap, size_t size, size_t min)
 
 /* ---- classes and names ---- */
 
-static uint32_t new_class(const char *name)
+static uint32_t new_class(const char *name, int has_role)
 {
 	if (n_classes == cap_classes) {
 		size_t cap = cap_classes;
 
 		class_names = grow(class_names, &cap, sizeof(*class_names), 256);
+		cap = cap_classes;
+		class_has_role = grow(class_has_role, &cap, sizeof(*class_has_role), 256);
 		cap_classes = cap;
 	}
 	class_names[n_classes] = strdup(name);
+	class_has_role[n_classes] = has_role;
 	return n_classes++;
 }
 
@@ -242,7 +254,7 @@ static uint32_t class_of_name(uint64_t addr)
 	if (n_names == cap_names)
 		names = grow(names, &cap_names, sizeof(*names), 1024);
 	names[n_names].addr = addr;
-	names[n_names].cls = new_class(buf);
+	names[n_names].cls = new_class(buf, 0);
 	n_names++;
 	qsort(names, n_names, sizeof(*names), name_cmp);
 	return class_of_name(addr);
@@ -309,7 +321,7 @@ static uint32_t class_of_lock(uint64_t addr)
 		return cls;
 	/* A statically initialised lock (DEFINE_SPINLOCK): one class per address. */
 	snprintf(buf, sizeof(buf), "@%" PRIx64, addr);
-	cls = new_class(buf);
+	cls = new_class(buf, 0);
 	reg_set(addr, cls);
 	return cls;
 }
@@ -389,14 +401,29 @@ static int find_held(uint64_t addr, int bit)
 	return -1;
 }
 
+/* Instructions run so far with at least one lock of a role held. */
+static uint64_t role_held_insns(void)
+{
+	return role_closed + (n_role_held ? insns - role_since + 1 : 0);
+}
+
+static void forget_held(int i)
+{
+	if (class_has_role[held[i].cls] && !--n_role_held)
+		role_closed += insns - role_since + 1;
+	memmove(held + i, held + i + 1, (n_held - i - 1) * sizeof(*held));
+	n_held--;
+}
+
 static void push_held(uint64_t addr, uint32_t cls, uint64_t site, int bit)
 {
 	if (n_held == MAX_HELD) {
 		/* Cannot happen with correct release detection: drop the oldest. */
 		note(NOTE_HELD_OVERFLOW);
-		memmove(held, held + 1, (MAX_HELD - 1) * sizeof(*held));
-		n_held--;
+		forget_held(0);
 	}
+	if (class_has_role[cls] && !n_role_held++)
+		role_since = insns;
 	held[n_held].addr = addr;
 	held[n_held].start = insns;
 	held[n_held].site = site;
@@ -409,8 +436,7 @@ static void push_held(uint64_t addr, uint32_t cls, uint64_t site, int bit)
 static void release(int i)
 {
 	record(&held[i]);
-	memmove(held + i, held + i + 1, (n_held - i - 1) * sizeof(*held));
-	n_held--;
+	forget_held(i);
 }
 
 /* ---- callbacks ---- */
@@ -433,8 +459,7 @@ static void on_spin_acquire(unsigned int vcpu, qemu_plugin_meminfo_t info, uint6
 			return;
 		}
 		note(NOTE_ACQUIRE_ON_HELD);
-		memmove(held + i, held + i + 1, (n_held - i - 1) * sizeof(*held));
-		n_held--;
+		forget_held(i);
 	}
 	push_held(addr, class_of_lock(addr), site, 0);
 }
@@ -540,7 +565,8 @@ static void write_window(void)
 	int n;
 
 	label[label_len] = '\0';
-	fprintf(out, "window\t%s\t%" PRIu64 "\t%" PRIu64 "\n", label, window_insns, window_irq);
+	fprintf(out, "window\t%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", label, window_insns,
+		window_irq, window_role);
 	for (i = 0; i < stats_cap; i++) {
 		const struct stat *s = &stats[i];
 
@@ -575,6 +601,7 @@ static void on_byte_marker(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64
 		labelling = 0;
 		window_begin = insns;
 		window_irq_begin = irq_insns;
+		window_role_begin = role_held_insns();
 		break;
 	case MARK_END:
 		if (!window_open) {
@@ -583,9 +610,11 @@ static void on_byte_marker(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64
 			note(NOTE_NOT_OPENED);
 			window_begin = insns;
 			window_irq_begin = irq_insns;
+			window_role_begin = role_held_insns();
 		}
 		window_insns = insns - window_begin;
 		window_irq = irq_insns - window_irq_begin;
+		window_role = role_held_insns() - window_role_begin;
 		notes[NOTE_HELD_AT_END] = n_held;
 		window_open = 0;
 		labelling = 1;
@@ -846,19 +875,22 @@ static int read_config(const char *path)
 			irq_entries[n_irq_entries].async = async;
 			n_irq_entries++;
 		} else if (!strcmp(kind, "name") || !strcmp(kind, "static")) {
-			int at;
+			char role[32];
+			int at, has_role;
 
-			if (sscanf(line + used, "%" SCNx64 " %n", &a, &at) != 1 || !line[used + at])
-				return fail(path, lineno, "expected: name|static ADDR STRING");
+			if (sscanf(line + used, "%" SCNx64 " %31s %n", &a, role, &at) != 2 ||
+			    !line[used + at])
+				return fail(path, lineno, "expected: name|static ADDR ROLE STRING");
 			snprintf(text, sizeof(text), "%s", line + used + at);
+			has_role = strcmp(role, "-") != 0;
 			if (!strcmp(kind, "static")) {
-				reg_set(a, new_class(text));
+				reg_set(a, new_class(text, has_role));
 				continue;
 			}
 			if (n_names == cap_names)
 				names = grow(names, &cap_names, sizeof(*names), 1024);
 			names[n_names].addr = a;
-			names[n_names].cls = new_class(text);
+			names[n_names].cls = new_class(text, has_role);
 			n_names++;
 		} else {
 			return fail(path, lineno, "unknown keyword");
@@ -896,7 +928,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		fprintf(stderr, "tcg-cs: usage: -plugin libtcgcs.so,config=FILE\n");
 		return -1;
 	}
-	new_class("?");		/* UNREGISTERED */
+	new_class("?", 0);	/* UNREGISTERED */
 	reg_set(KERNEL_START, UNREGISTERED);	/* allocates the registry */
 	if (read_config(config))
 		return -1;

@@ -19,6 +19,11 @@ Rows (flavour perf, mode tcg-cs, cpus 1), per timed phase:
                cs_interrupt_instructions_per_acq
                                          those interrupts' instructions, per acquisition
                cs_instructions_per_op    own instructions with that role held, per op
+    lock ""    unlocked_instructions_per_op
+                                         instructions per operation with no lock of any
+                                         role held (interrupts included either way)
+               cs_interrupt_instructions_per_op
+                                         of interrupts that arrived while any lock was held
 Interrupts are apart because -icount's emulated CPU (250 million
 instructions per emulated second) takes its timer and disk interrupts tens
 of times more often per instruction than hardware does.
@@ -128,9 +133,11 @@ def plugin_config(layout: Layout, image: kbuild.KernelImage, out: Path,
               for name, (start, end) in sorted(functions.items())]
     lines += [f"irq {s.address:x} {int(irq_kind(s.name))} {s.name}" for s in symbols
               if s.kind in "tT" and irq_kind(s.name) is not None]
-    lines += [f"name {address:x} {text}" for address, text in sorted(names.items())]
+    roles = role_patterns(patterns)
+    role = lambda name: icache.role_of(name, roles) or "-"  # noqa: E731
+    lines += [f"name {address:x} {role(text)} {text}" for address, text in sorted(names.items())]
     statics = static_lock_names(patterns)
-    lines += [f"static {s.address:x} {s.name}" for s in symbols
+    lines += [f"static {s.address:x} {role(s.name)} {s.name}" for s in symbols
               if s.name in statics and s.kind in "bBdD"]
     return "\n".join(lines) + "\n"
 
@@ -185,8 +192,13 @@ def window_figures(phase: str, ops: float, window: tcg_cs.Window,
                    patterns: dict[str, tuple[str, ...]]) -> list[measure.Figure]:
     out = [measure.Figure(phase, "", "instructions", window.instructions, "insn")]
     if ops:
-        out.append(measure.Figure(phase, "", "instructions_per_op", window.instructions / ops,
-                                  "insn"))
+        out += [measure.Figure(phase, "", "instructions_per_op", window.instructions / ops,
+                               "insn"),
+                measure.Figure(phase, "", "unlocked_instructions_per_op",
+                               (window.instructions - window.role_held_instructions) / ops,
+                               "insn"),
+                measure.Figure(phase, "", "cs_interrupt_instructions_per_op",
+                               window.interrupt_instructions / ops, "insn")]
     held: dict[str, list[int]] = {}
     unnamed = 0
     for lock_class, (n, total, irq) in window.by_class().items():

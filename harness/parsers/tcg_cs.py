@@ -2,7 +2,7 @@
 
 Tab-separated lines: a header "tcg-cs 1"; per window the guest closed,
 
-    window  LABEL  INSTRUCTIONS  INTERRUPT_INSTRUCTIONS
+    window  LABEL  INSTRUCTIONS  INTERRUPT_INSTRUCTIONS  ROLE_HELD_INSTRUCTIONS
     cs      LABEL  CLASS  SITE  ACQUISITIONS  INSTRUCTIONS  MIN  MAX  INTERRUPT_INSTRUCTIONS  INTERRUPTED
     note    LABEL  KEY    VALUE
 
@@ -11,7 +11,9 @@ and, when QEMU exited normally, "boot KEY VALUE" lines. LABEL is
 section's INSTRUCTIONS is the sum over its ACQUISITIONS of the guest
 instructions from the acquiring atomic to the releasing store, both counted,
 less those of interrupts that arrived meanwhile (INTERRUPT_INSTRUCTIONS, in
-INTERRUPTED of the sections); MIN and MAX are of the same own lengths.
+INTERRUPTED of the sections); MIN and MAX are of the same own lengths. A
+window's ROLE_HELD_INSTRUCTIONS ran with at least one lock of an icache
+role held (the harness told the plugin which classes have one).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class Window:
     label: str
     instructions: int
     interrupt_instructions: int  # of interrupts that arrived while a lock was held
+    role_held_instructions: int  # with a lock of an icache role held, interrupts included
     sections: list[Section] = field(default_factory=list)
     notes: dict[str, int] = field(default_factory=dict)
 
@@ -82,9 +85,11 @@ def parse(text: str, source: str = "tcg-cs output") -> Output:
     for lineno, line in enumerate(lines[1:], 2):
         parts = line.split("\t")
         kind = parts[0]
-        if kind == "window" and len(parts) == 4:
-            current = Window(parts[1], _int(parts[2], source, lineno),
-                             _int(parts[3], source, lineno))
+        if kind == "window" and len(parts) == 5:
+            instructions, irq, role_held = (_int(p, source, lineno) for p in parts[2:5])
+            if not (0 <= irq <= instructions and 0 <= role_held <= instructions):
+                raise TcgCsError(f"{source}:{lineno}: inconsistent window: {line!r}")
+            current = Window(parts[1], instructions, irq, role_held)
             windows[current.label] = current
         elif kind in ("cs", "note"):
             if current is None or len(parts) < 2 or parts[1] != current.label:

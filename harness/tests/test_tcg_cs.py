@@ -55,7 +55,7 @@ def test_bad_header_names_the_file_and_line():
 
 
 def test_section_outside_its_window_is_an_error_with_its_line():
-    text = "tcg-cs\t1\nwindow\ts01.a\t100\t0\ncs\ts02.b\tc\t0\t1\t5\t5\t5\t0\t0\n"
+    text = "tcg-cs\t1\nwindow\ts01.a\t100\t0\t0\ncs\ts02.b\tc\t0\t1\t5\t5\t5\t0\t0\n"
     with pytest.raises(parser.TcgCsError, match=r"x.out:3: cs line outside its window"):
         parser.parse(text, "x.out")
 
@@ -66,7 +66,7 @@ def test_section_outside_its_window_is_an_error_with_its_line():
     "2\t10\t5\t5\t40\t3",  # more interrupted sections than sections
 ])
 def test_inconsistent_section_is_an_error(section):
-    text = f"tcg-cs\t1\nwindow\ts01.a\t100\t0\ncs\ts01.a\tc\t0\t{section}\n"
+    text = f"tcg-cs\t1\nwindow\ts01.a\t100\t0\t0\ncs\ts01.a\tc\t0\t{section}\n"
     with pytest.raises(parser.TcgCsError, match=r"x.out:3: inconsistent"):
         parser.parse(text, "x.out")
 
@@ -97,6 +97,12 @@ def test_figures_of_tmpfs_create_unlink_match_lock_stats_exact_counts():
     assert figures["sb_list", "cs_acquisitions_per_op"] == pytest.approx(2.0, rel=0.005)
     held = sum(v for (lock, metric), v in figures.items() if metric == "cs_instructions_per_op")
     assert 0 < held < figures["", "instructions_per_op"]
+    # What runs with some role held is at least the longest role's own share
+    # and at most all roles' own shares plus the interrupts that came meanwhile.
+    unlocked = figures["", "unlocked_instructions_per_op"]
+    assert (figures["", "instructions_per_op"] - held
+            - figures["", "cs_interrupt_instructions_per_op"]) <= unlocked
+    assert unlocked <= figures["", "instructions_per_op"] - figures["i_lock", "cs_instructions_per_op"]
     for role in ("i_lock", "sb_list"):
         assert figures[role, "cs_instructions_per_acq"] == pytest.approx(
             figures[role, "cs_instructions_per_op"] / figures[role, "cs_acquisitions_per_op"])
