@@ -191,3 +191,34 @@ def test_summary_agreement_pairs_the_plugin_with_one_vcpu_lock_stat():
             _row("k", "tcg", "acquisitions_per_op", 9.5, flavour="debug", cpus=2)]
     [(kernel, case, role, mine, exact, icount)] = cs_summary.agreement(rows, {})
     assert (kernel, role, mine, exact, icount) == ("k", "i_lock", 8.0, 8.0, None)
+
+
+def test_compare_runs_tcg_cs_boots_per_kernel_and_repetition_under_tcg_only():
+    from harness.run import compare
+    m = compare.Matrix(kernels=["mainline", "base"], cpus=[1, 2], workloads=[], repeat=1,
+                       cs_repeat=2)
+    cs = [b for b in m.boots("tcg") if b.mode == tcg_cs.MODE]
+    assert [(b.kernel, b.flavour, b.cpus, b.repetition) for b in cs] == [
+        ("mainline", "perf", 1, 1), ("base", "perf", 1, 1),
+        ("mainline", "perf", 1, 2), ("base", "perf", 1, 2)]
+    assert compare.image_of(cs[0]) == ("mainline", tcg_cs.IMAGE)
+    assert compare.image_of(compare.BootConfig("base", "perf", "tcg", 2, 1)) == ("base", "perf")
+    assert not [b for b in m.boots("kvm") if b.mode == tcg_cs.MODE]
+    debug_only = compare.Matrix(kernels=["mainline"], cpus=[1], workloads=[], repeat=1,
+                                cs_repeat=2, flavours=("debug",))
+    assert not [b for b in debug_only.boots("tcg") if b.mode == tcg_cs.MODE]
+
+
+def test_a_changed_plugin_measures_its_cells_anew(tmp_path, monkeypatch):
+    from harness.kernels import kbuild
+    from harness.run import compare
+    create = workloads.parse(REPO_ROOT / "workloads" / "create-unlink.wl")
+    image = kbuild.KernelImage("base", "perf", "k1", tmp_path)
+    config = compare.BootConfig("base", "perf", tcg_cs.MODE, 1, 1)
+
+    def key():
+        return compare.cell_key(image, Path("initramfs-a.cpio"), config, create, "ext4", 1,
+                                "tcg")
+    before = key()
+    monkeypatch.setattr(tcg_cs, "plugin_digest", lambda: "another plugin")
+    assert key() != before
