@@ -6,6 +6,8 @@ prints Markdown tables:
   - repeatability: per kernel, workload case and role with at least
     MIN_ACQUISITIONS acquisitions in every boot, the mean and coefficient of
     variation of cs_instructions_per_acq over the run's tcg-cs boots;
+  - instructions per operation, and those with no icache lock held: mean
+    and CV over the same boots;
   - acquisitions per operation of the plugin (perf kernel) against
     lock_stat's exact counts (debug kernel, 1 vCPU) of the same windows, in
     the run and, with --debug-icount, in those boots;
@@ -83,6 +85,21 @@ def repeatability(rows: list[tidy.Row]) -> list[Repeatability]:
     return out
 
 
+def per_op(rows: list[tidy.Row]) -> list[tuple]:
+    """(kernel, case, boots, instructions/op, its CV, unlocked instructions/op, its CV)."""
+    values: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in cs_rows(rows):
+        if r.metric in ("instructions_per_op", "unlocked_instructions_per_op") and not r.lock:
+            values[r.kernel, _case(r)][r.metric].append(r.value)
+    out = []
+    for (kernel, case), metrics in sorted(values.items()):
+        total, unlocked = metrics["instructions_per_op"], metrics["unlocked_instructions_per_op"]
+        if len(total) >= 2 and len(unlocked) >= 2:
+            out.append((kernel, case, len(total), statistics.fmean(total), _cv(total),
+                        statistics.fmean(unlocked), _cv(unlocked)))
+    return out
+
+
 def agreement(rows: list[tidy.Row],
               icount_exact: dict[tuple, list[float]]) -> list[tuple]:
     """(kernel, case, role, plugin, lock_stat in the run, lock_stat under -icount), per op."""
@@ -137,6 +154,14 @@ def print_tables(rows: list[tidy.Row], debug_boots: list[Path], out=sys.stdout) 
               f"{r.interrupt_mean:.2f} | {100 * r.total_cv:.2f}% |", file=out)
     worst = max((r.cv for r in reps), default=0.0)
     print(f"\nlargest CV {100 * worst:.3f}% over {len(reps)} (kernel, case, role)\n", file=out)
+
+    print("## Instructions per operation (all, and with no icache lock held)\n", file=out)
+    print("| kernel | case | boots | insn/op | CV | unlocked insn/op | CV |", file=out)
+    print("|---|---|---|---|---|---|---|", file=out)
+    for kernel, case, boots, total, total_cv, unlocked, unlocked_cv in per_op(rows):
+        print(f"| {kernel} | {_fmt_case(case)} | {boots} | {total:.0f} | {100 * total_cv:.3f}% "
+              f"| {unlocked:.0f} | {100 * unlocked_cv:.3f}% |", file=out)
+    print(file=out)
 
     print("## Acquisitions per operation: plugin (perf, -icount) against lock_stat (debug, "
           "1 vCPU: the run's boot, and -icount boots)\n", file=out)
