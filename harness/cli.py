@@ -4,11 +4,13 @@
     build [--flavour F] KERNEL...                     build (or find) kernel images
     boot KERNEL [--flavour F] [--cpus N] ...          one boot, workloads of your choice
     compare [--kernels ...] [--cpus ...] ...          the measurement matrix, then its report
+    soak --duration 2h [--kernels ...] ...            random mixes on debug/sanitize kernels
     report [RUN_DIR] [--baseline K]                   report.md and report.html of a run
     reference [RUN_DIR] | --check                     publish a run as results/reference
     bisect-check SERIES                               every patch builds, boots, checkpatch
     compile-check KERNEL [--grep RE]                  touched files compile under allmodconfig
     check-workloads                                   validate workloads/*.wl
+    predict RUN_DIR | --profile FILE [--cpus ...]     scaling model: throughput at N CPUs
 """
 
 from __future__ import annotations
@@ -22,16 +24,14 @@ import time
 from pathlib import Path
 
 from harness import lockorder, progress
+from harness.analysis import predict, scaling_inputs
 from harness.boot import channel, qemu, runner, tcg_cs
-from harness.guest import initramfs, plan, workloads
+from harness.guest import initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
 from harness.report import charts, document, reference
-from harness.run import compare
-from harness.layout import default_layout
-
-EXIT_USAGE = 2
-
+from harness.run import compare, matrix, soak
+from harness.layout import default_layout, slug
 
 def _read(path: str) -> str:
     return Path(path).read_text(errors="replace")
@@ -82,7 +82,8 @@ def cmd_boot(args) -> int:
     layout = default_layout()
     known = workloads.load_all(layout.workloads)
     chosen = workloads.select(known, " ".join(args.workloads))
-    if args.cs:  # the perf kernel with the plugin: 1 vCPU, -icount
+    order = lockorder.for_kernel(layout, args.kernel)
+    if args.cs:  # the perf kernel with the critical-section plugin: 1 vCPU, -icount
         args.flavour, args.cpus, args.icount = "perf", 1, True
     image = (tcg_cs.build_image(layout, args.kernel) if args.cs
              else kbuild.build(layout, args.kernel, args.flavour))
@@ -90,26 +91,24 @@ def cmd_boot(args) -> int:
     items = [(w, fs, p) for w in chosen for fs in (args.fs or w.filesystems)
              for p in ([args.procs] if args.procs else w.procs_for(args.cpus))]
     steps = plan.make_steps(items)
-    out = Path(args.out or layout.results / "boots" /
-               f"{time.strftime('%Y%m%d-%H%M%S')}-{args.kernel}-{args.flavour}-"
-               f"{'tcg-cs' if args.cs else 'manual'}")
-    patterns = lockorder.patterns_for(layout, args.kernel)
-    machine = (tcg_cs.machine(layout, image, out, patterns) if args.cs
+    out = Path(args.out) if args.out else layout.boot_dir(
+        f"{time.strftime('%Y%m%d-%H%M%S')}-{slug(args.kernel)}-{args.flavour}-"
+        f"{tcg_cs.MODE if args.cs else 'manual'}")
+    machine = (tcg_cs.machine(layout, image, out, order) if args.cs
                else qemu.Machine(args.accel, args.cpus, icount=args.icount))
     progress.say(f"booting {args.kernel}/{args.flavour} on {args.cpus} vCPUs "
                  f"({args.accel}{', icount' if args.icount else ''}): {len(steps)} steps, "
                  f"folder {out}")
-    record = runner.run_boot(image, files, machine, steps, out, "manual boot", patterns,
+    record = runner.run_boot(image, files, machine, steps, out, "manual boot", order,
                              timeout_s=args.timeout,
                              on_line=(lambda line: print(line, file=sys.stderr))
                              if args.verbose else _marker_printer)
     summary = boot_summary(record)
     summary["image"] = str(image.directory)
     violations = []
-    if args.flavour == "debug":
-        order = lockorder.load_for(layout, args.kernel)
-        edges = compare.observed_edges(out, order.patterns)
-        violations = [e for e in edges if not order.allows(e)]
+    if args.flavour in kbuild.LOCKDEP_FLAVOURS:
+        edges = lockorder.edges_of_boot(out, order)
+        violations = order.violations(edges)
         summary["lock_order"] = {"file": str(order.path.relative_to(layout.repo)),
                                  "icache_edges": edges, "violations": violations}
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
@@ -139,33 +138,40 @@ def boot_summary(record: runner.BootRecord) -> dict:
 
 
 def _marker_printer(line: str) -> None:
-    if "inode-duel:" in line:
-        progress.say("  guest: " + line.split("inode-duel:", 1)[1].strip())
+    if protocol.MARK in line:
+        progress.say("  guest: " + line.split(protocol.MARK, 1)[1].strip())
 
 
 def cmd_compare(args) -> int:
     layout = default_layout()
     known = workloads.load_all(layout.workloads)  # validated before anything is built
-    chosen = workloads.select(known, " ".join(args.workloads))
+    # Only the knobs given on the command line; the rest are Matrix's defaults.
+    knobs = dict(matrix.FULL) if args.full else {}
+    knobs.update({name: getattr(args, name) for name in ("repeat", "debug_repeat",
+                                                         "icount_repeat", "cs_repeat")
+                  if getattr(args, name) is not None})
+    spec = " ".join(args.workloads) if args.workloads else \
+        knobs.pop("workloads", matrix.DEFAULT_WORKLOADS)
+    knobs.pop("workloads", None)
+    if args.flavours:
+        knobs["flavours"] = tuple(_split(args.flavours))
+    chosen = workloads.select(known, spec)
     kernels = (series.expand_names(layout, _split(args.kernels)) if args.kernels
                else existing_kernels(layout))
     for kernel in kernels:
         series.resolve(layout, kernel)  # unknown names and missing patches fail here
-    cpus = ([int(c) for c in _split(args.cpus)] if args.cpus
-            else [c for c in (1, 2) if c <= (os.cpu_count() or 1)])
+        lockorder.for_kernel(layout, kernel)  # and a missing lock-order file
+    cpus = [int(c) for c in _split(args.cpus)] if args.cpus else matrix.default_cpus()
     run_dir = Path(args.run_dir) if args.run_dir else \
-        layout.results / "runs" / time.strftime("%Y%m%d-%H%M%S")
-    matrix = compare.Matrix(kernels=kernels, cpus=cpus, workloads=chosen, repeat=args.repeat,
-                            debug_repeat=args.debug_repeat, icount_repeat=args.icount_repeat,
-                            cs_repeat=args.cs_repeat,
-                            flavours=tuple(_split(args.flavours)))
+        layout.runs / time.strftime("%Y%m%d-%H%M%S")
+    wanted = matrix.Matrix(kernels=kernels, cpus=cpus, workloads=chosen, **knobs)
     progress.say(f"compare: kernels {' '.join(kernels)}; vCPUs {' '.join(map(str, cpus))}; "
-                 f"workloads {' '.join(w.name for w in chosen)}; repeat {args.repeat}; "
+                 f"workloads {' '.join(w.name for w in chosen)}; repeat {wanted.repeat}; "
                  f"run folder {run_dir}")
-    result = compare.run(layout, matrix, run_dir, accel=args.accel,
+    result = compare.run(layout, wanted, run_dir, accel=args.accel,
                          on_line=None if not args.verbose
                          else (lambda line: print(line, file=sys.stderr)))
-    latest = layout.results / "latest"
+    latest = layout.latest
     if latest.is_symlink() or not latest.exists():
         latest.unlink(missing_ok=True)
         latest.symlink_to(run_dir.resolve().relative_to(layout.results.resolve())
@@ -177,9 +183,27 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_soak(args) -> int:
+    layout = default_layout()
+    known = workloads.select(workloads.load_all(layout.workloads),
+                             " ".join(args.workloads) or "all")
+    kernels = (series.expand_names(layout, _split(args.kernels)) if args.kernels
+               else existing_kernels(layout))
+    for kernel in kernels:
+        series.resolve(layout, kernel)
+        lockorder.for_kernel(layout, kernel)
+    duration = soak.parse_duration(args.duration)
+    flavours = tuple(_split(args.flavours)) or soak.SOAK_FLAVOURS
+    cpus = tuple(int(c) for c in _split(args.cpus)) or soak.SOAK_CPUS
+    out = soak.soak(layout, kernels, known, duration, flavours, cpus, args.seed, args.accel)
+    print((out / "summary.md").read_text(), end="")
+    progress.say(f"soak done: {out}")
+    return 0
+
+
 def cmd_report(args) -> int:
     layout = default_layout()
-    run_dir = Path(args.run_dir) if args.run_dir else layout.results / "latest"
+    run_dir = Path(args.run_dir) if args.run_dir else layout.latest
     if not (run_dir / "tidy.tsv").exists():
         raise FileNotFoundError(f"{run_dir}: no tidy.tsv (not a run folder)")
     md, page = document.write(layout, run_dir.resolve(), args.baseline)
@@ -196,7 +220,7 @@ def cmd_reference(args) -> int:
         if not problems:
             print("results/reference matches the series of this checkout")
         return 1 if problems else 0
-    run_dir = Path(args.run_dir) if args.run_dir else layout.results / "latest"
+    run_dir = Path(args.run_dir) if args.run_dir else layout.latest
     target = reference.publish(layout, run_dir.resolve())
     progress.say(f"published {run_dir} as {target}")
     return 0
@@ -235,6 +259,10 @@ def cmd_check_workloads(args) -> int:
     return 0
 
 
+def cmd_predict(args) -> int:
+    return predict.command(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python3 -m harness", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -256,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flavour", default="debug", choices=kbuild.FLAVOURS)
     p.add_argument("--cpus", type=int, default=min(2, os.cpu_count() or 1))
     p.add_argument("--procs", type=int, help="worker processes (default: the workload's)")
-    p.add_argument("--fs", action="append", choices=workloads.FILESYSTEMS)
+    p.add_argument("--fs", action="append", choices=protocol.FILESYSTEMS)
     p.add_argument("--workloads", nargs="*", default=["default"])
     p.add_argument("--accel", default="tcg", choices=["tcg", "kvm"])
     p.add_argument("--icount", action="store_true")
@@ -271,22 +299,38 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="run the measurement matrix")
     p.add_argument("--kernels", nargs="*", default=[])
     p.add_argument("--cpus", nargs="*", default=[])
-    p.add_argument("--workloads", nargs="*", default=["default"])
-    p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--debug-repeat", type=int, default=1)
-    p.add_argument("--icount-repeat", type=int, default=2)
-    p.add_argument("--cs-repeat", type=int, default=3,
+    p.add_argument("--workloads", nargs="*", default=[],
+                   help=f"default, all or names (default: {matrix.DEFAULT_WORKLOADS})")
+    p.add_argument("--repeat", type=int, help="perf boots per kernel and vCPU count")
+    p.add_argument("--debug-repeat", type=int, help="debug boots per kernel and vCPU count")
+    p.add_argument("--icount-repeat", type=int, help="1-vCPU -icount perf boots per kernel")
+    p.add_argument("--cs-repeat", type=int,
                    help="1-vCPU tcg-cs boots per kernel: critical-section lengths")
-    p.add_argument("--flavours", nargs="*", default=["perf", "debug"])
+    p.add_argument("--flavours", nargs="*", default=[])
+    p.add_argument("--full", action="store_true",
+                   help="every workload, more boots: " + ", ".join(
+                       f"{k}={v}" for k, v in matrix.FULL.items()))
     p.add_argument("--accel", choices=["tcg", "kvm"], help="skip the KVM probe")
     p.add_argument("--run-dir")
-    p.add_argument("--baseline", default="mainline", help="kernel the others are compared to")
+    p.add_argument("--baseline", help="kernel the others are compared to (default: mainline)")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(func=cmd_compare)
 
+    p = sub.add_parser("soak", help="random workload mixes on debug and sanitize kernels")
+    p.add_argument("--kernels", nargs="*", default=[])
+    p.add_argument("--duration", required=True, help="e.g. 45m, 2h")
+    p.add_argument("--flavours", nargs="*", default=[],
+                   help=f"default: {' '.join(soak.SOAK_FLAVOURS)}")
+    p.add_argument("--cpus", nargs="*", default=[],
+                   help=f"default: {' '.join(map(str, soak.SOAK_CPUS))}")
+    p.add_argument("--workloads", nargs="*", default=[], help="default: all")
+    p.add_argument("--seed", type=int, default=1, help="the same seed draws the same mixes")
+    p.add_argument("--accel", default="tcg", choices=["tcg", "kvm"])
+    p.set_defaults(func=cmd_soak)
+
     p = sub.add_parser("report", help="write report.md/report.html of a run folder")
     p.add_argument("run_dir", nargs="?", help="default: results/latest")
-    p.add_argument("--baseline", default="mainline")
+    p.add_argument("--baseline", help="default: mainline")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("reference", help="publish a run as results/reference, or --check it")
@@ -308,6 +352,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check-workloads", help="validate workloads/*.wl")
     p.set_defaults(func=cmd_check_workloads)
+
+    p = sub.add_parser("predict", help="queueing model: predicted throughput at N CPUs")
+    p.add_argument("run_dir", nargs="?", help="a run folder (its tidy.tsv)")
+    p.add_argument("--profile", help="a JSON lock profile instead of a run")
+    p.add_argument("--cpus", nargs="*", default=[], help="CPU counts (default 1 2 4 ... 256)")
+    p.add_argument("--handoff-ns", type=float, default=scaling_inputs.HANDOFF_NS,
+                   help="lock hand-off (cache-line transfer) cost")
+    p.add_argument("--ns-per-insn", type=float, default=scaling_inputs.NS_PER_INSN,
+                   help="ns per guest instruction on the target machine")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_predict)
     return parser
 
 
@@ -324,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminated)
     args = build_parser().parse_args(argv)
     if getattr(args, "flavour", None) is None and args.command == "build":
-        args.flavour = list(kbuild.FLAVOURS)
+        args.flavour = list(kbuild.DEFAULT_FLAVOURS)
     try:
         return args.func(args)
     except ERRORS as err:

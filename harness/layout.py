@@ -1,7 +1,8 @@
-"""Where things live: the repository, the git-ignored build folder, the ccache.
+"""Where things live: the repository, the git-ignored build folder, the results, the ccache.
 
 Every path the harness uses comes from one Layout value passed down
-explicitly; nothing reads the environment behind the caller's back.
+explicitly; nothing reads the environment behind the caller's back, and no
+module builds a path of its own under these folders.
 """
 
 from __future__ import annotations
@@ -13,12 +14,37 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def slug(kernel: str) -> str:
+    """A kernel name as a file name: piggin@3 -> piggin_at_3."""
+    return kernel.replace("@", "_at_")
+
+
 @dataclass(frozen=True)
 class Layout:
     repo: Path
     build: Path
     ccache: Path
     results: Path
+
+    # -- the repository
+
+    @property
+    def configs(self) -> Path:
+        return self.repo / "configs"
+
+    @property
+    def workloads(self) -> Path:
+        return self.repo / "workloads"
+
+    def series_dir(self, name: str) -> Path:
+        return self.repo / f"series-{name}"
+
+    @property
+    def committed_reference(self) -> Path:
+        """The reference run committed in the checkout (results/reference of the repo)."""
+        return self.repo / "results" / "reference"
+
+    # -- the build folder
 
     @property
     def src(self) -> Path:
@@ -31,9 +57,22 @@ class Layout:
         return self.build / "obj"
 
     @property
+    def allmod_objects(self) -> Path:
+        """The allmodconfig O= folder of compile-check."""
+        return self.build / "obj-allmod"
+
+    @property
     def images(self) -> Path:
         """Built kernels, one folder per cache key."""
         return self.build / "images"
+
+    def image_dir(self, kernel: str, flavour: str, key: str) -> Path:
+        return self.images / f"{slug(kernel)}-{flavour}-{key}"
+
+    @property
+    def build_lock(self) -> Path:
+        """flock(2) on it: one kernel build at a time on this machine."""
+        return self.build / "build.lock"
 
     @property
     def guest(self) -> Path:
@@ -41,15 +80,49 @@ class Layout:
         return self.build / "guest"
 
     @property
-    def configs(self) -> Path:
-        return self.repo / "configs"
+    def accel_probe(self) -> Path:
+        """The KVM probe boot's folder; its answer is kept beside it."""
+        return self.guest / "kvm-probe"
 
     @property
-    def workloads(self) -> Path:
-        return self.repo / "workloads"
+    def splat(self) -> Path:
+        """Boot folders of the splat generator's captures."""
+        return self.build / "splat"
 
-    def series_dir(self, name: str) -> Path:
-        return self.repo / f"series-{name}"
+    # -- the results folder
+
+    @property
+    def cells(self) -> Path:
+        return self.results / "cells"
+
+    @property
+    def boots(self) -> Path:
+        return self.results / "boots"
+
+    def boot_dir(self, boot_id: str) -> Path:
+        return self.boots / boot_id
+
+    @property
+    def runs(self) -> Path:
+        return self.results / "runs"
+
+    @property
+    def latest(self) -> Path:
+        """Symbolic link to the newest run folder."""
+        return self.results / "latest"
+
+    @property
+    def reference(self) -> Path:
+        return self.results / "reference"
+
+    @property
+    def soaks(self) -> Path:
+        """One folder per make soak: its boots and summary."""
+        return self.results / "soak"
+
+    def bisect_dir(self, kernel: str, key: str) -> Path:
+        """The smoke boot of one bisection point."""
+        return self.results / "bisect" / f"{slug(kernel)}-{key}"
 
 
 def default_layout(environ: dict[str, str] | None = None) -> Layout:

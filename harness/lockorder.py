@@ -1,33 +1,90 @@
-"""Lock-order files: the edges a design allows among the icache locks.
+"""The icache locks: their roles, each design's lock order, and what lockdep saw.
 
-Each series ships series-NAME/lock-order; mainline's (6.1's order, from the
-fs/inode.c header) is harness/mainline.lock-order. Format, one item a line:
+Roles are the vocabulary shared by every kernel, so charts can put the
+global lock of base next to the bucket locks of piggin:
+
+    global   the re-created 2.6.36 inode lock (base)
+    hash     inode_hash_lock, or per-bucket hash locks
+    sb_list  s_inode_list_lock, or per-CPU sb inode list locks
+    i_lock   inode->i_lock (one lockdep class per filesystem type)
+    lru      the list_lru node locks (inode LRU, shared class with dentries in 6.1)
+    wb       wb->list_lock
+
+Each series ships series-NAME/lock-order, the edges its design allows among
+the icache locks; mainline's (6.1's order, from the fs/inode.c header) is
+harness/mainline.lock-order. Format, one item a line ('#' starts a comment):
 
     class ROLE PATTERN     lockdep class names (fnmatch, without lockdep's '#N'
                            and '/N' suffixes) that belong to ROLE, in addition
-                           to icache.DEFAULT_PATTERNS
+                           to DEFAULT_PATTERNS
     ROLE -> ROLE           lockdep may see the second taken while the first is held
 
-Roles are those of icache.py. The conformance check maps every edge of
-/proc/lockdep whose both ends are icache classes to roles and reports the
-edges the file does not allow.
+A LockOrder is the one object that maps lock classes to roles (for the
+lock_stat figures of a boot) and judges the edges of /proc/lockdep (for
+conformance): every part of the harness gets both from here.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import icache
-from harness.kernels import series
 from harness.layout import Layout
+from harness.parsers import lockdep_graph
+from harness.parsers.lockstat import LockClass
 
-HERE = Path(__file__).resolve().parent
+ROLES = ("global", "hash", "sb_list", "i_lock", "lru", "wb")
+
+# Class-name patterns (fnmatch, '#N' and '/N' suffixes stripped) per role;
+# a lock-order file may add its own.
+DEFAULT_PATTERNS: dict[str, tuple[str, ...]] = {
+    "global": ("inode_cache_lock",),
+    "hash": ("inode_hash_lock", "*inode_hash_bucket*", "*i_hash_lock*"),
+    "sb_list": ("&s->s_inode_list_lock", "*sb_inode_list*", "*inode_list_lock*"),
+    "i_lock": ("&sb->s_type->i_lock_key",),
+    "lru": ("&lru->node[[]i].lock", "*inode_lru*"),
+    "wb": ("&wb->list_lock",),
+}
+
+MAINLINE_FILE = Path(__file__).resolve().parent / "mainline.lock-order"
+
+# (held class, taken class, held role, taken role), as lockdep printed the names
+Edge = tuple[str, str, str, str]
 
 
 class LockOrderError(Exception):
     pass
+
+
+def base_name(name: str) -> str:
+    """Strip lockdep's '#N' (name version) and '/N' (subclass) suffixes."""
+    for sep in ("/", "#"):
+        head, _, tail = name.rpartition(sep)
+        if head and tail.isdigit():
+            name = head
+    return name
+
+
+@dataclass(frozen=True)
+class RoleTotals:
+    role: str
+    classes: tuple[str, ...]
+    acquisitions: int
+    contentions: int
+    holdtime_total_us: float
+    waittime_total_us: float
+    holdtime_max_us: float
+    waittime_max_us: float
+    # Acquisitions (contentions) whose previous acquirer of the same lock
+    # instance ran on another CPU: how widely the role's instances are shared.
+    acq_bounces: int = 0
+    con_bounces: int = 0
+
+    @property
+    def holdtime_avg_us(self) -> float:
+        return self.holdtime_total_us / self.acquisitions if self.acquisitions else 0.0
 
 
 @dataclass(frozen=True)
@@ -36,21 +93,56 @@ class LockOrder:
     patterns: dict[str, tuple[str, ...]]
     allowed: frozenset[tuple[str, str]]
 
-    def allows(self, edge: tuple[str, str, str, str] | list[str]) -> bool:
-        """An icache edge (held, taken, held_role, taken_role) this design allows."""
+    def role_of(self, name: str) -> str | None:
+        plain = base_name(name)
+        for role in ROLES:
+            if any(fnmatch.fnmatchcase(plain, p) for p in self.patterns.get(role, ())):
+                return role
+        return None
+
+    def totals_by_role(self, classes: tuple[LockClass, ...]) -> list[RoleTotals]:
+        """lock_stat classes summed per icache role, in ROLES order."""
+        grouped: dict[str, list[LockClass]] = {}
+        for lock in classes:
+            role = self.role_of(lock.name)
+            if role:
+                grouped.setdefault(role, []).append(lock)
+        out = []
+        for role in ROLES:
+            locks = grouped.get(role)
+            if not locks:
+                continue
+            out.append(RoleTotals(
+                role=role,
+                classes=tuple(dict.fromkeys(lock.name for lock in locks)),
+                acquisitions=sum(lock.acquisitions for lock in locks),
+                contentions=sum(lock.contentions for lock in locks),
+                holdtime_total_us=sum(lock.holdtime_total_us for lock in locks),
+                waittime_total_us=sum(lock.waittime_total_us for lock in locks),
+                holdtime_max_us=max(lock.holdtime_max_us for lock in locks),
+                waittime_max_us=max(lock.waittime_max_us for lock in locks),
+                acq_bounces=sum(lock.acq_bounces for lock in locks),
+                con_bounces=sum(lock.con_bounces for lock in locks)))
+        return out
+
+    def icache_edges(self, edges: tuple[tuple[str, str], ...]) -> list[Edge]:
+        """The lockdep edges whose both ends are icache classes, with their roles."""
+        out = []
+        for held, taken in edges:
+            held_role, taken_role = self.role_of(held), self.role_of(taken)
+            if held_role and taken_role:
+                out.append((held, taken, held_role, taken_role))
+        return out
+
+    def allows(self, edge: Edge) -> bool:
         return (edge[2], edge[3]) in self.allowed
 
-
-@dataclass(frozen=True)
-class Violation:
-    held: str  # class names as lockdep printed them
-    taken: str
-    held_role: str
-    taken_role: str
+    def violations(self, edges: list[Edge]) -> list[Edge]:
+        return [e for e in edges if not self.allows(e)]
 
 
 def parse(path: Path) -> LockOrder:
-    patterns = {role: tuple(p) for role, p in icache.DEFAULT_PATTERNS.items()}
+    patterns = dict(DEFAULT_PATTERNS)
     allowed = set()
     for lineno, line in enumerate(path.read_text().splitlines(), 1):
         line = line.split("#", 1)[0].strip()
@@ -58,16 +150,15 @@ def parse(path: Path) -> LockOrder:
             continue
         edge = re.fullmatch(r"(\w+)\s*->\s*(\w+)", line)
         klass = re.fullmatch(r"class\s+(\w+)\s+(\S+)", line)
+        roles = edge.groups() if edge else klass.groups()[:1] if klass else ()
+        for role in roles:
+            if role not in ROLES:
+                raise LockOrderError(f"{path}:{lineno}: unknown role {role!r} "
+                                     f"(roles: {', '.join(ROLES)})")
         if edge:
-            for role in edge.groups():
-                if role not in icache.ROLES:
-                    raise LockOrderError(f"{path}:{lineno}: unknown role {role!r} "
-                                         f"(roles: {', '.join(icache.ROLES)})")
             allowed.add((edge.group(1), edge.group(2)))
         elif klass:
             role, pattern = klass.groups()
-            if role not in icache.ROLES:
-                raise LockOrderError(f"{path}:{lineno}: unknown role {role!r}")
             patterns[role] = patterns[role] + (pattern,)
         else:
             raise LockOrderError(f"{path}:{lineno}: expected 'ROLE -> ROLE' or "
@@ -78,33 +169,21 @@ def parse(path: Path) -> LockOrder:
 def file_for(layout: Layout, kernel: str) -> Path:
     """The lock-order of the design a kernel implements (NAME@K: its series')."""
     name = kernel.split("@", 1)[0]
-    if name == "mainline" or not series.series_exists(layout, name):
-        return HERE / "mainline.lock-order"
+    if name == "mainline":
+        return MAINLINE_FILE
     return layout.series_dir(name) / "lock-order"
 
 
-def load_for(layout: Layout, kernel: str) -> LockOrder:
+def for_kernel(layout: Layout, kernel: str) -> LockOrder:
     path = file_for(layout, kernel)
     if not path.exists():
         raise LockOrderError(f"{path} is missing: every series ships its lock-order")
     return parse(path)
 
 
-def patterns_for(layout: Layout, kernel: str) -> dict[str, tuple[str, ...]]:
-    path = file_for(layout, kernel)
-    return parse(path).patterns if path.exists() else dict(icache.DEFAULT_PATTERNS)
-
-
-def icache_edges(edges: tuple[tuple[str, str], ...],
-                 patterns: dict[str, tuple[str, ...]]) -> list[tuple[str, str, str, str]]:
-    """(held, taken, held_role, taken_role) for edges between icache classes."""
-    out = []
-    for held, taken in edges:
-        held_role, taken_role = icache.role_of(held, patterns), icache.role_of(taken, patterns)
-        if held_role and taken_role:
-            out.append((held, taken, held_role, taken_role))
-    return out
-
-
-def violations(edges: tuple[tuple[str, str], ...], order: LockOrder) -> list[Violation]:
-    return [Violation(*e) for e in icache_edges(edges, order.patterns) if not order.allows(e)]
+def edges_of_boot(boot_dir: Path, order: LockOrder) -> list[Edge]:
+    """The icache lock-order edges of a debug boot's /proc/lockdep dump."""
+    dump = boot_dir / "files" / "lockdep"
+    if not dump.exists():
+        return []
+    return order.icache_edges(lockdep_graph.parse(dump.read_text(errors="replace")))

@@ -4,6 +4,6 @@ name     = fsyncwrite
 summary  = small-file buffered writes with fsync: open/truncate, write 4 KiB, fsync, close over a ring of 16 files per worker
 run      = fsyncwrite -p {procs} -n 300 -k 16 -L {prefix} {dir}
 output   = result-lines
-fs       = ext4
+fs       = ext4 xfs
 windowed = yes
 unit     = write+fsync

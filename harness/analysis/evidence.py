@@ -1,7 +1,7 @@
 """From the tidy table to the answers: who wins, by how much, how sure, and why.
 
 Three kinds of evidence, in the order of how much they can carry on a TCG
-host (design.md section 6):
+host (docs/design.md section 6):
 
   exact     icache lock acquisitions per operation (debug flavour): counts,
             identical across boots, any difference is real;

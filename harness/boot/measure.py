@@ -1,14 +1,14 @@
 """Turn the records of one step into numbers: throughput, latency, lock figures.
 
 Lock figures are divided by the operations of the same timed window, so
-'acquisitions per operation' is exact (design.md section 6).
+'acquisitions per operation' is exact (docs/design.md section 6).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness import icache
+from harness.lockorder import LockOrder, RoleTotals
 from harness.boot import channel
 from harness.parsers import fio, lockstat, workload_output
 from harness.guest.plan import Step
@@ -26,9 +26,11 @@ class Figure:
 @dataclass(frozen=True)
 class StepNumbers:
     exit_code: int | None  # None: the step never reported its end
+    timed_out: bool  # killed at the step's own limit
     figures: tuple[Figure, ...]
     lockstat_valid: bool | None  # None: no lock_stat (perf flavour)
     error: str  # why numbers are missing, "" if none
+    lockdep_on: bool | None = None  # debug_locks at the step's end; None: no lockdep (perf)
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,7 @@ def _retries(text: str) -> dict[str, int]:
     return counts
 
 
-def step_numbers(step: Step, received: channel.Received,
-                 patterns: dict[str, tuple[str, ...]] = icache.DEFAULT_PATTERNS) -> StepNumbers:
+def step_numbers(step: Step, received: channel.Received, order: LockOrder) -> StepNumbers:
     status = _parse_status(received.text(f"{step.id}.status"))
     exit_code = int(status["exit"]) if status.get("exit", "").lstrip("-").isdigit() else None
     figures: list[Figure] = []
@@ -78,7 +79,9 @@ def step_numbers(step: Step, received: channel.Received,
         phases = _phases(step, received)
     except (workload_output.OutputError, fio.FioError) as err:
         phases, error = [], f"unparsable output: {err}"
-    if exit_code not in (None, 0):
+    if status.get("timedout") == "1":
+        error = f"killed at its {step.workload.timeout_s}s limit"
+    elif exit_code not in (None, 0):
         error = (received.text(f"{step.id}.err") or "").strip()[-500:] or f"exit {exit_code}"
     for phase in phases:
         figures += [Figure(phase.name, "", "ops", phase.ops, step.workload.unit),
@@ -98,7 +101,7 @@ def step_numbers(step: Step, received: channel.Received,
         if text is not None:
             dump = lockstat.parse(text)
             valid = dump.valid if valid is None else (valid and dump.valid)
-            for role in icache.totals_by_role(dump.classes, patterns):
+            for role in order.totals_by_role(dump.classes):
                 figures += _lock_figures(phase, role, ops)
         retries = received.text(f"{step.id}.{phase}.retries")
         if retries is not None:
@@ -107,10 +110,12 @@ def step_numbers(step: Step, received: channel.Received,
                 if ops:
                     figures.append(Figure(phase, "", f"retries.{name}_per_op", count / ops,
                                           f"per {step.workload.unit}"))
-    return StepNumbers(exit_code, tuple(figures), valid, error)
+    lockdep_on = {"1": True, "0": False}.get(status.get("debug_locks", ""))
+    return StepNumbers(exit_code, status.get("timedout") == "1", tuple(figures), valid, error,
+                       lockdep_on)
 
 
-def _lock_figures(phase: str, role: icache.RoleTotals, ops: int) -> list[Figure]:
+def _lock_figures(phase: str, role: RoleTotals, ops: int) -> list[Figure]:
     out = [
         Figure(phase, role.role, "acquisitions", role.acquisitions, "count"),
         Figure(phase, role.role, "contentions", role.contentions, "count"),
@@ -119,6 +124,8 @@ def _lock_figures(phase: str, role: icache.RoleTotals, ops: int) -> list[Figure]
         Figure(phase, role.role, "holdtime_max", role.holdtime_max_us, "us"),
         Figure(phase, role.role, "waittime_max", role.waittime_max_us, "us"),
         Figure(phase, role.role, "holdtime_avg", role.holdtime_avg_us, "us"),
+        Figure(phase, role.role, "acq_bounces", role.acq_bounces, "count"),
+        Figure(phase, role.role, "con_bounces", role.con_bounces, "count"),
     ]
     if ops:
         out += [
@@ -126,5 +133,7 @@ def _lock_figures(phase: str, role: icache.RoleTotals, ops: int) -> list[Figure]
             Figure(phase, role.role, "contentions_per_op", role.contentions / ops, "per op"),
             Figure(phase, role.role, "holdtime_per_op", role.holdtime_total_us / ops, "us/op"),
             Figure(phase, role.role, "waittime_per_op", role.waittime_total_us / ops, "us/op"),
+            Figure(phase, role.role, "acq_bounces_per_op", role.acq_bounces / ops, "per op"),
+            Figure(phase, role.role, "con_bounces_per_op", role.con_bounces / ops, "per op"),
         ]
     return out

@@ -1,29 +1,31 @@
-"""Boot one kernel in QEMU with a plan, under a hard timeout, keeping everything.
+"""Boot one kernel in QEMU under a hard timeout, keeping its console and results.
 
-The console (ttyS0) is read line by line into console.log; results arrive on
-ttyS1 into results.raw (see channel.py). A guest that hangs is killed at its
-timeout; a panic ends QEMU at once (panic=-1 with -no-reboot). While the guest
-runs, the CPU time used by other host processes is sampled at each step
-marker: under TCG a busy host ruins timings, so disturbed steps can be rerun.
+The console (ttyS0) is written to console.log and handed line by line to
+the caller's watchers; results arrive on a virtio-serial port into
+results.raw (see channel.py and guest/protocol.py). This module knows how
+to start, watch and stop QEMU, nothing of what the lines mean: a guest that
+hangs is killed at its timeout; a panic ends QEMU at once (panic=-1 with
+-no-reboot). Watchers get a CpuMeter, so they can tell how much CPU the
+rest of the host used while something they care about ran.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import select
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from harness import procgroup, progress
+from harness.guest import protocol
 
 QEMU = "qemu-system-x86_64"
 ICOUNT = "shift=2,sleep=off,align=off"
-STEP_MARK = re.compile(r"inode-duel: step (\S+) (begin|end)")
 
 
 class QemuError(Exception):
@@ -56,28 +58,16 @@ class BootSpec:
     plan: Path
     machine: Machine
     timeout_s: float
-    disk: Path | None = None
+    disks: tuple[Path, ...] = ()  # attached in order: /dev/vda, /dev/vdb, ...
     cmdline: str = ""
 
 
 @dataclass(frozen=True)
-class StepWindow:
-    """One plan step as seen from the host: wall time and CPU others used."""
-    step: str
-    wall_s: float
-    others_cpu_s: float
-
-
-@dataclass
 class BootOutcome:
-    exit_code: int | None
+    exit_code: int | None  # None when killed at the timeout
     timed_out: bool
     wall_s: float
-    console: Path
-    results: Path
-    others_cpu_s: float  # over the whole boot
-    steps: list[StepWindow] = field(default_factory=list)
-    to_init_s: float | None = None  # QEMU start to "init started"
+    others_cpu_s: float  # CPU the rest of the host used during the boot
 
 
 def host_busy_seconds() -> float:
@@ -96,6 +86,14 @@ def process_seconds(pid: int) -> float:
     except FileNotFoundError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Watcher(Protocol):
+    """Sees a boot's console lines as they arrive."""
+
+    def started(self, meter: "CpuMeter") -> None: ...
+
+    def line(self, text: str) -> None: ...
 
 
 class CpuMeter:
@@ -121,8 +119,11 @@ def command(spec: BootSpec, results: Path) -> list[str]:
            "-machine", "pc", "-m", str(m.memory_mb), "-smp", str(m.cpus),
            "-kernel", str(spec.bzimage), "-initrd", str(spec.initramfs),
            "-append", cmdline,
-           "-fw_cfg", f"name=opt/inode-duel/plan,file={spec.plan}",
-           "-serial", "stdio", "-serial", f"file:{results}", "-monitor", "none"]
+           "-fw_cfg", f"name={protocol.PLAN_FW_CFG},file={spec.plan}",
+           "-serial", "stdio", "-monitor", "none",
+           "-device", "virtio-serial-pci,id=ports",
+           "-chardev", f"file,id=results,path={results}",
+           "-device", f"virtserialport,bus=ports.0,chardev=results,name={protocol.RESULTS_PORT}"]
     qboot = Path("/usr/share/qemu/qboot.rom")
     if qboot.exists():
         cmd += ["-bios", str(qboot)]
@@ -134,14 +135,14 @@ def command(spec: BootSpec, results: Path) -> list[str]:
             cmd += ["-icount", ICOUNT]
         if m.plugin:
             cmd += ["-plugin", m.plugin]
-    if spec.disk:
+    for disk in spec.disks:
         # cache=unsafe: guest flushes do not reach the host disk, whose latency
         # would otherwise be measured instead of the kernel's locking.
-        cmd += ["-drive", f"file={spec.disk},format=raw,if=virtio,cache=unsafe"]
+        cmd += ["-drive", f"file={disk},format=raw,if=virtio,cache=unsafe"]
     return cmd
 
 
-def boot(spec: BootSpec, out_dir: Path, on_line=None) -> BootOutcome:
+def boot(spec: BootSpec, out_dir: Path, watchers: tuple[Watcher, ...] = ()) -> BootOutcome:
     """Run one boot to its end or its timeout; console.log and results.raw stay in out_dir."""
     if not shutil.which(QEMU):
         raise QemuError(f"{QEMU} not found: apt-get install qemu-system-x86")
@@ -155,11 +156,10 @@ def boot(spec: BootSpec, out_dir: Path, on_line=None) -> BootOutcome:
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
     meter = CpuMeter(proc.pid)
+    for watcher in watchers:
+        watcher.started(meter)
     deadline = started + spec.timeout_s
     timed_out = False
-    to_init = None
-    open_steps: dict[str, tuple[float, float]] = {}
-    steps: list[StepWindow] = []
     pending = b""
     try:
         with open(console, "wb") as log:
@@ -181,17 +181,8 @@ def boot(spec: BootSpec, out_dir: Path, on_line=None) -> BootOutcome:
                 *lines, pending = pending.split(b"\n")
                 for raw in lines:
                     line = raw.decode(errors="replace").rstrip("\r")
-                    now = time.monotonic()
-                    if to_init is None and "inode-duel: init started" in line:
-                        to_init = now - started
-                    mark = STEP_MARK.search(line)
-                    if mark and mark.group(2) == "begin":
-                        open_steps[mark.group(1)] = (now, meter())
-                    elif mark and mark.group(1) in open_steps:
-                        t0, c0 = open_steps.pop(mark.group(1))
-                        steps.append(StepWindow(mark.group(1), now - t0, max(0.0, meter() - c0)))
-                    if on_line:
-                        on_line(line)
+                    for watcher in watchers:
+                        watcher.line(line)
             others = meter()
             if timed_out:
                 log.write(f"\n[inode-duel: killed at the {spec.timeout_s:.0f}s timeout]\n".encode())
@@ -203,18 +194,17 @@ def boot(spec: BootSpec, out_dir: Path, on_line=None) -> BootOutcome:
         procgroup.stop(proc)
         raise
     return BootOutcome(exit_code=None if timed_out else exit_code, timed_out=timed_out,
-                       wall_s=time.monotonic() - started, console=console, results=results,
-                       others_cpu_s=others, steps=steps, to_init_s=to_init)
+                       wall_s=time.monotonic() - started, others_cpu_s=others)
 
 
-def probe_accel(layout_guest: Path, spec_for: callable) -> str:
+def probe_accel(probe_dir: Path, spec_for: callable) -> str:
     """kvm if a real short boot under KVM reaches the end of its plan, else tcg.
 
     /dev/kvm exists on these machines but QEMU hangs with it, so only a boot
-    tells. The answer is kept per host boot (boot_id).
+    tells. The answer is kept per host boot (boot_id) beside the probe's folder.
     """
     boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    cache = layout_guest / "accel.json"
+    cache = probe_dir.with_name(probe_dir.name + ".json")
     if cache.exists():
         known = json.loads(cache.read_text())
         if known.get("boot_id") == boot_id:
@@ -222,16 +212,17 @@ def probe_accel(layout_guest: Path, spec_for: callable) -> str:
     accel = "tcg"
     reason = "/dev/kvm is not usable"
     if os.access("/dev/kvm", os.R_OK | os.W_OK):
-        probe_dir = layout_guest / "kvm-probe"
         shutil.rmtree(probe_dir, ignore_errors=True)
+        probe_dir.mkdir(parents=True)
         progress.say("probing KVM with a short boot (falls back to TCG)")
         outcome = boot(spec_for(Machine("kvm", 1)), probe_dir)
-        text = outcome.console.read_text(errors="replace")
-        if not outcome.timed_out and "inode-duel: plan finished" in text:
+        text = (probe_dir / "console.log").read_text(errors="replace")
+        if not outcome.timed_out and protocol.PLAN_FINISHED in text:
             accel, reason = "kvm", f"probe boot finished in {outcome.wall_s:.1f}s"
         else:
             reason = ("probe boot timed out" if outcome.timed_out
                       else f"probe boot ended without finishing (exit {outcome.exit_code})")
     progress.say(f"accelerator: {accel} ({reason})")
+    cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps({"boot_id": boot_id, "accel": accel, "reason": reason}))
     return accel

@@ -1,39 +1,99 @@
 """Run one boot: a kernel image, a machine, a list of steps; classify what happened.
 
 Everything the boot produced is kept in its folder: plan.sh, console.log,
-results.raw, the decoded records under files/, and boot.json with the
-classification of the boot and of each step.
+results.raw, the decoded records under files/, host.json (what the host saw:
+exit code, timeout, wall time, CPU used by others, each step's window) and
+boot.json with the classification of the boot and of each step. A finished
+boot folder can be read again with read_boot: the numbers and statuses are
+always derived from the raw console and records by the current parsers.
 
-Boot classes (first that applies): panic, timeout, lockdep, warning,
-workload-error, ok. A step gets the class of what happened while it ran:
-a step that began and never ended in a boot that panicked is 'panic'; steps
-after it are 'not-run'.
+Boot classes (first that applies): panic, timeout, hang, lockdep, warning,
+workload-error, unchecked, ok. A step gets the class of what happened while
+it ran: a step that began and never ended in a boot that panicked is
+'panic'; steps after it are 'not-run'. 'hang' is an RCU stall, a soft or
+hard lockup, a hung task or a workqueue lockup (a trylock loop that
+livelocked shows up here). A debug step during which lockdep was switched
+off (by an earlier report, its tables full, a taint) without a locking
+report of its own is 'unchecked', never 'ok': lockdep was not looking.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import asdict, dataclass
+import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from harness import icache
 from harness.boot import channel, measure, qemu, tcg_cs
-from harness.guest import initramfs, plan
-from harness.parsers import kernel_reports
+from harness.guest import initramfs, plan, protocol
 from harness.kernels.kbuild import KernelImage
+from harness.lockorder import LockOrder
+from harness.parsers import kernel_reports
 
-LOCKDEP_KINDS = {"circular", "recursive", "inconsistent", "irq-inversion", "bad-unlock",
-                 "held-lock-freed", "rcu", "sleep-in-atomic"}
-MARK = re.compile(r"inode-duel: step (\S+) (begin|end)")
+LOCKDEP_KINDS = kernel_reports.LOCKING_KINDS | {"rcu", "sleep-in-atomic"}
+WARNING_KINDS = {"warn", "bug", "bad-page"}
 BOOT_SLACK_S = 120  # boot, setup and dumps on top of the steps' own limits
+HOST_VIEW = "host.json"
+
+
+@dataclass(frozen=True)
+class StepWindow:
+    """One plan step as seen from the host: wall time and CPU others used."""
+    step: str
+    wall_s: float
+    others_cpu_s: float
+
+
+@dataclass
+class StepClock:
+    """Times the guest's steps from its console markers (a qemu.Watcher)."""
+    started_at: float = 0.0
+    to_init_s: float | None = None
+    windows: list[StepWindow] = field(default_factory=list)
+    meter: qemu.CpuMeter | None = None
+    _open: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def started(self, meter: qemu.CpuMeter) -> None:
+        self.meter = meter
+        self.started_at = time.monotonic()
+
+    def line(self, text: str) -> None:
+        now = time.monotonic()
+        if self.to_init_s is None and protocol.INIT_STARTED in text:
+            self.to_init_s = now - self.started_at
+        mark = protocol.step_mark(text)
+        if mark and mark[1] == "begin":
+            self._open[mark[0]] = (now, self.meter())
+        elif mark and mark[0] in self._open:
+            t0, c0 = self._open.pop(mark[0])
+            self.windows.append(StepWindow(mark[0], now - t0, max(0.0, self.meter() - c0)))
+
+
+@dataclass(frozen=True)
+class HostView:
+    """What the host saw of a boot; saved as host.json in its folder."""
+    exit_code: int | None
+    timed_out: bool
+    wall_s: float
+    others_cpu_s: float
+    to_init_s: float | None
+    windows: tuple[StepWindow, ...]
+
+    def save(self, directory: Path) -> None:
+        (directory / HOST_VIEW).write_text(json.dumps(asdict(self), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, directory: Path) -> HostView:
+        data = json.loads((directory / HOST_VIEW).read_text())
+        data["windows"] = tuple(StepWindow(**w) for w in data["windows"])
+        return cls(**data)
 
 
 @dataclass(frozen=True)
 class StepOutcome:
     step: str
     label: str
-    status: str  # ok, lockdep, warning, workload-error, panic, timeout, not-run, lost
+    status: str  # ok, unchecked, lockdep, warning, workload-error, panic, timeout, not-run, lost
     numbers: measure.StepNumbers | None
     reports: tuple[dict, ...]
     wall_s: float | None
@@ -51,43 +111,52 @@ class BootRecord:
     damaged: tuple[str, ...]
     steps: tuple[StepOutcome, ...]
 
+    def step(self, step_id: str) -> StepOutcome | None:
+        return next((s for s in self.steps if s.step == step_id), None)
+
 
 def step_lines(console_text: str) -> dict[str, tuple[int, int | None]]:
     """Console line span (begin, end) of each step, from the guest's markers."""
     spans: dict[str, tuple[int, int | None]] = {}
     for lineno, line in enumerate(console_text.splitlines(), 1):
-        mark = MARK.search(line)
+        mark = protocol.step_mark(line)
         if not mark:
             continue
-        if mark.group(2) == "begin":
-            spans[mark.group(1)] = (lineno, None)
-        elif mark.group(1) in spans:
-            spans[mark.group(1)] = (spans[mark.group(1)][0], lineno)
+        if mark[1] == "begin":
+            spans[mark[0]] = (lineno, None)
+        elif mark[0] in spans:
+            spans[mark[0]] = (spans[mark[0]][0], lineno)
     return spans
 
 
-def classify_boot(outcome: qemu.BootOutcome, found: tuple[kernel_reports.Report, ...],
+def classify_boot(host: HostView, found: tuple[kernel_reports.Report, ...],
                   received: channel.Received, steps: list[StepOutcome]) -> str:
     kinds = {r.kind for r in found}
     finished = received.get("done") is not None
-    if "panic" in kinds or (not finished and not outcome.timed_out):
+    if "panic" in kinds or (not finished and not host.timed_out):
         return "panic"
-    if outcome.timed_out:
+    if host.timed_out:
         return "timeout"
+    if kinds & kernel_reports.HANG_KINDS:
+        return "hang"
     if kinds & LOCKDEP_KINDS:
         return "lockdep"
-    if kinds & {"warn", "bug"}:
+    if kinds & WARNING_KINDS:
         return "warning"
     if any(s.status == "workload-error" for s in steps):
         return "workload-error"
+    if any(s.status == "unchecked" for s in steps):
+        return "unchecked"
     return "ok"
 
 
 def _step_status(numbers: measure.StepNumbers, step_reports: list[kernel_reports.Report],
-                 ended: bool, boot_timed_out: bool) -> str:
+                 ended: bool, boot_timed_out: bool, lockdep_went_off: bool) -> str:
     kinds = {r.kind for r in step_reports}
     if not ended:
         return "timeout" if boot_timed_out else "panic"
+    if kinds & kernel_reports.HANG_KINDS:
+        return "hang"
     if kinds & LOCKDEP_KINDS:
         return "lockdep"
     if "panic" in kinds:
@@ -96,8 +165,10 @@ def _step_status(numbers: measure.StepNumbers, step_reports: list[kernel_reports
         return "lost"
     if numbers.exit_code != 0 or numbers.error:
         return "workload-error"
-    if kinds & {"warn", "bug"}:
+    if kinds & WARNING_KINDS:
         return "warning"
+    if numbers.lockdep_on is False or lockdep_went_off:
+        return "unchecked"
     return "ok"
 
 
@@ -107,37 +178,67 @@ def boot_timeout(steps: list[plan.Step], machine: qemu.Machine) -> float:
     return total * (4 if machine.plugin else 2 if machine.icount else 1)
 
 
+class _LinePrinter:
+    def __init__(self, on_line) -> None:
+        self.on_line = on_line
+
+    def started(self, meter: qemu.CpuMeter) -> None:
+        pass
+
+    def line(self, text: str) -> None:
+        self.on_line(text)
+
+
 def run_boot(image: KernelImage, files: initramfs.GuestFiles, machine: qemu.Machine,
-             steps: list[plan.Step], directory: Path, header: str,
-             patterns: dict[str, tuple[str, ...]] = icache.DEFAULT_PATTERNS,
+             steps: list[plan.Step], directory: Path, header: str, order: LockOrder,
              timeout_s: float | None = None, on_line=None) -> BootRecord:
+    """Boot, keep everything in directory, and return the boot's record."""
     directory.mkdir(parents=True, exist_ok=True)
     plan_path = directory / "plan.sh"
     plan_path.write_text(plan.render(steps, machine.cpus, header))
-    needs_disk = any(s.fs == "ext4" for s in steps)
-    disk = initramfs.scratch_disk(files, directory) if needs_disk else None
+    disks = initramfs.scratch_disks(files, {s.fs for s in steps}, directory)
     spec = qemu.BootSpec(image.bzimage, files.initramfs, plan_path, machine,
-                         timeout_s or boot_timeout(steps, machine), disk=disk)
+                         timeout_s or boot_timeout(steps, machine), disks=tuple(disks))
+    clock = StepClock()
+    watchers = (clock, _LinePrinter(on_line)) if on_line else (clock,)
     try:
-        outcome = qemu.boot(spec, directory, on_line=on_line)
+        outcome = qemu.boot(spec, directory, watchers)
     finally:
-        if disk:
-            initramfs.remove_scratch(disk)
-    return record_boot(outcome, steps, directory, patterns)
-
-
-def record_boot(outcome: qemu.BootOutcome, steps: list[plan.Step], directory: Path,
-                patterns: dict[str, tuple[str, ...]] = icache.DEFAULT_PATTERNS) -> BootRecord:
-    """Parse and classify a finished boot, and save its decoded records."""
-    console_text = outcome.console.read_text(errors="replace")
-    found = kernel_reports.parse(console_text)
-    received = channel.parse(outcome.results.read_bytes() if outcome.results.exists() else b"")
+        for disk in disks:
+            disk.unlink(missing_ok=True)
+    HostView(outcome.exit_code, outcome.timed_out, outcome.wall_s, outcome.others_cpu_s,
+             clock.to_init_s, tuple(clock.windows)).save(directory)
+    received = channel.parse(_read_results(directory))
     files_dir = directory / "files"
     files_dir.mkdir(exist_ok=True)
     for record in received.records:
         (files_dir / record.name.replace("/", "_")).write_bytes(record.data)
+    record = record_boot(HostView.load(directory), steps, directory, order)
+    summary = asdict(record)
+    summary["directory"] = str(directory)
+    (directory / "boot.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    return record
+
+
+def read_boot(directory: Path, steps: list[plan.Step], order: LockOrder) -> BootRecord:
+    """The record of a boot folder made earlier, derived again by today's parsers."""
+    return record_boot(HostView.load(directory), steps, directory, order)
+
+
+def _read_results(directory: Path) -> bytes:
+    path = directory / "results.raw"
+    return path.read_bytes() if path.exists() else b""
+
+
+def record_boot(host: HostView, steps: list[plan.Step], directory: Path,
+                order: LockOrder) -> BootRecord:
+    """Parse and classify a finished boot from its console and records."""
+    console_text = (directory / "console.log").read_text(errors="replace")
+    found = kernel_reports.parse(console_text)
+    received = channel.parse(_read_results(directory))
     spans = step_lines(console_text)
-    windows = {w.step: w for w in outcome.steps}
+    off_line = kernel_reports.lockdep_off_line(found)
+    windows = {w.step: w for w in host.windows}
     cs_output = tcg_cs.read_output(directory)
     outcomes: list[StepOutcome] = []
     for step in steps:
@@ -148,20 +249,19 @@ def record_boot(outcome: qemu.BootOutcome, steps: list[plan.Step], directory: Pa
         begin, end = span
         last = end if end is not None else float("inf")
         step_reports = [r for r in found if begin <= r.line <= last]
-        numbers = measure.step_numbers(step, received, patterns)
+        numbers = measure.step_numbers(step, received, order)
         if cs_output is not None:
-            numbers = tcg_cs.with_figures(numbers, step, cs_output, patterns)
-        status = _step_status(numbers, step_reports, end is not None, outcome.timed_out)
+            numbers = tcg_cs.with_figures(numbers, step, cs_output, order)
+        # Lockdep went off before this step ended (only meaningful where it was on).
+        went_off = (numbers.lockdep_on is not None and off_line is not None
+                    and off_line <= last)
+        status = _step_status(numbers, step_reports, end is not None, host.timed_out, went_off)
         window = windows.get(step.id)
         outcomes.append(StepOutcome(
             step.id, step.label, status, numbers, tuple(r.as_json() for r in step_reports),
             window.wall_s if window else None, window.others_cpu_s if window else None))
-    status = classify_boot(outcome, found, received, outcomes)
-    record = BootRecord(directory, status, outcome.wall_s, outcome.to_init_s,
-                        outcome.others_cpu_s, tuple(r.as_json() for r in found),
-                        tuple(f"{d.name}: {d.reason}" for d in received.damaged),
-                        tuple(outcomes))
-    summary = asdict(record)
-    summary["directory"] = str(directory)
-    (directory / "boot.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
-    return record
+    status = classify_boot(host, found, received, outcomes)
+    return BootRecord(directory, status, host.wall_s, host.to_init_s, host.others_cpu_s,
+                      tuple(r.as_json() for r in found),
+                      tuple(f"{d.name}: {d.reason}" for d in received.damaged),
+                      tuple(outcomes))

@@ -36,11 +36,11 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from harness import icache
 from harness.boot import measure, qemu
 from harness.guest.plan import Step
 from harness.kernels import kbuild, series, vmlinux
 from harness.layout import REPO_ROOT, Layout
+from harness.lockorder import ROLES, LockOrder
 from harness.parsers import tcg_cs
 
 MODE = "tcg-cs"
@@ -108,13 +108,13 @@ def plugin_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def static_lock_names(patterns: dict[str, tuple[str, ...]]) -> set[str]:
+def static_lock_names(order: LockOrder) -> set[str]:
     """Role patterns that name one static lock (a C identifier): inode_hash_lock, ..."""
-    return {p for pats in patterns.values() for p in pats if p.isidentifier()}
+    return {p for pats in order.patterns.values() for p in pats if p.isidentifier()}
 
 
 def plugin_config(layout: Layout, image: kbuild.KernelImage, out: Path,
-                  patterns: dict[str, tuple[str, ...]]) -> str:
+                  order: LockOrder) -> str:
     """The plugin's configuration for one boot of image (see tcg-cs/plugin.c)."""
     symbols = vmlinux.read_system_map(image.directory / "System.map")
     functions = vmlinux.function_ranges(symbols, tuple(LOCK_FUNCTIONS))
@@ -135,32 +135,32 @@ def plugin_config(layout: Layout, image: kbuild.KernelImage, out: Path,
               for name, (start, end) in sorted(functions.items())]
     lines += [f"irq {s.address:x} {int(irq_kind(s.name))} {s.name}" for s in symbols
               if s.kind in "tT" and irq_kind(s.name) is not None]
-    roles = role_patterns(patterns)
-    role = lambda name: icache.role_of(name, roles) or "-"  # noqa: E731
+    roles = with_tables(order)
+    role = lambda name: roles.role_of(name) or "-"  # noqa: E731
     lines += [f"name {address:x} {role(text)} {text}" for address, text in sorted(names.items())]
-    statics = static_lock_names(patterns)
+    statics = static_lock_names(order)
     lines += [f"static {s.address:x} {role(s.name)} {s.name}" for s in symbols
               if s.name in statics and s.kind in "bBdD"]
     return "\n".join(lines) + "\n"
 
 
 def machine(layout: Layout, image: kbuild.KernelImage, boot_dir: Path,
-            patterns: dict[str, tuple[str, ...]] = icache.DEFAULT_PATTERNS) -> qemu.Machine:
+            order: LockOrder) -> qemu.Machine:
     """The 1-vCPU -icount machine with the plugin, configured for this boot."""
     boot_dir.mkdir(parents=True, exist_ok=True)
     config = boot_dir / "tcg-cs.conf"
-    config.write_text(plugin_config(layout, image, boot_dir / OUTPUT, patterns))
+    config.write_text(plugin_config(layout, image, boot_dir / OUTPUT, order))
     return qemu.Machine("tcg", 1, icount=True,
                         plugin=f"{plugin_library(layout)},config={config}", cmdline=CMDLINE)
 
 
-def role_patterns(patterns: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
-    """The kernel's role patterns plus the hash tables whose bit locks are a role."""
-    out = dict(patterns)
+def with_tables(order: LockOrder) -> LockOrder:
+    """The kernel's lock order, its roles also naming the hash tables whose bit locks are one."""
+    patterns = dict(order.patterns)
     for table, role in TABLES.items():
         if role:
-            out[role] = out.get(role, ()) + (table,)
-    return out
+            patterns[role] = patterns.get(role, ()) + (table,)
+    return dataclasses.replace(order, patterns=patterns)
 
 
 def read_output(directory: Path) -> tcg_cs.Output | None:
@@ -172,11 +172,11 @@ def read_output(directory: Path) -> tcg_cs.Output | None:
 
 
 def with_figures(numbers: measure.StepNumbers, step: Step, output: tcg_cs.Output,
-                 patterns: dict[str, tuple[str, ...]]) -> measure.StepNumbers:
+                 order: LockOrder) -> measure.StepNumbers:
     """A step's numbers plus the plugin's, over the step's lock_stat windows."""
     ops = {f.phase: f.value for f in numbers.figures if f.metric == "ops" and not f.lock}
     windows = ops if step.workload.windowed else {"all": sum(ops.values())}
-    roles = role_patterns(patterns)
+    roles = with_tables(order)
     figures = list(numbers.figures)
     missing = []
     for phase, count in windows.items():
@@ -195,7 +195,7 @@ def with_figures(numbers: measure.StepNumbers, step: Step, output: tcg_cs.Output
 
 
 def window_figures(phase: str, ops: float, window: tcg_cs.Window,
-                   patterns: dict[str, tuple[str, ...]]) -> list[measure.Figure]:
+                   roles: LockOrder) -> list[measure.Figure]:
     out = [measure.Figure(phase, "", "instructions", window.instructions, "insn")]
     if ops:
         out += [measure.Figure(phase, "", "instructions_per_op", window.instructions / ops,
@@ -208,7 +208,7 @@ def window_figures(phase: str, ops: float, window: tcg_cs.Window,
     held: dict[str, list[int]] = {}
     unnamed = 0
     for lock_class, (n, total, irq) in window.by_class().items():
-        role = icache.role_of(lock_class, patterns)
+        role = roles.role_of(lock_class)
         if role:
             acc = held.setdefault(role, [0, 0, 0])
             acc[0] += n
@@ -216,7 +216,7 @@ def window_figures(phase: str, ops: float, window: tcg_cs.Window,
             acc[2] += irq
         elif lock_class.startswith("?"):
             unnamed += n
-    for role in icache.ROLES:
+    for role in ROLES:
         if role not in held:
             continue
         n, total, irq = held[role]

@@ -1,9 +1,11 @@
-"""The guest's userspace: an initramfs and an ext4 disk image, made on the host.
+"""The guest's userspace: an initramfs and the disk images, made on the host.
 
 The initramfs holds busybox (static), fio with the shared libraries it links
 and the job files of workloads/fio/, the workload programs compiled here with
-gcc -static, and the init scripts of harness/guest/rootfs/.
-It is rebuilt only when one of those inputs changes (content hash).
+gcc -static, the init scripts of harness/guest/rootfs/ and the protocol
+values of harness/guest/protocol.py. It is rebuilt only when one of those
+inputs changes (content hash). Each disk-backed filesystem of
+protocol.DISK_FILESYSTEMS has a pristine image; every boot gets copies.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import progress
+from harness.guest import protocol
 from harness.layout import Layout
 
 ROOTFS_DIR = Path(__file__).resolve().parent / "rootfs"
@@ -25,6 +28,14 @@ BUSYBOX = Path("/bin/busybox")
 FIO = Path("/usr/bin/fio")
 HOST_PACKAGES = {BUSYBOX: "busybox-static", FIO: "fio"}
 DISK_MB = 2048
+# mkfs per disk filesystem: enough inodes for the many-file workloads, and
+# nothing left for the guest to initialise lazily while it is measured.
+MKFS = {
+    "ext4": ["mkfs.ext4", "-q", "-F", "-N", "400000", "-E",
+             "lazy_itable_init=0,lazy_journal_init=0"],
+    "xfs": ["mkfs.xfs", "-q", "-f"],
+}
+MKFS_PACKAGES = {"ext4": "e2fsprogs", "xfs": "xfsprogs"}
 
 
 class GuestError(Exception):
@@ -34,7 +45,7 @@ class GuestError(Exception):
 @dataclass(frozen=True)
 class GuestFiles:
     initramfs: Path
-    disk: Path  # pristine ext4 image; each boot gets a copy
+    disks: dict[str, Path]  # filesystem -> pristine image; each boot gets copies
 
 
 def shared_libraries(binary: Path) -> list[Path]:
@@ -98,6 +109,8 @@ def initramfs_entries(layout: Layout, workload_bins: list[Path]) -> dict[str, tu
         entries[d] = (stat.S_IFDIR | 0o755, b"")
     _add_file(entries, "init", ROOTFS_DIR / "init")
     _add_file(entries, "lib/inode-duel.sh", ROOTFS_DIR / "inode-duel.sh", 0o644)
+    entries["lib/inode-duel-protocol.sh"] = (stat.S_IFREG | 0o644,
+                                             protocol.shell_definitions().encode())
     _add_file(entries, "bin/fiostep", ROOTFS_DIR / "fiostep")
     for jobfile in sorted((layout.workloads / "fio").glob("*.fio")):
         _add_file(entries, f"workloads/fio/{jobfile.name}", jobfile, 0o644)
@@ -115,17 +128,17 @@ def initramfs_entries(layout: Layout, workload_bins: list[Path]) -> dict[str, tu
     return entries
 
 
-def make_disk(path: Path, size_mb: int = DISK_MB) -> None:
-    """A fresh ext4 image; enough inodes for the many-file workloads."""
+def make_disk(path: Path, fs: str, size_mb: int = DISK_MB) -> None:
+    """A fresh image of one disk filesystem."""
+    if not shutil.which(MKFS[fs][0]):
+        raise GuestError(f"{MKFS[fs][0]} is missing: apt-get install {MKFS_PACKAGES[fs]}")
     tmp = path.with_suffix(".tmp")
     tmp.unlink(missing_ok=True)
     with open(tmp, "wb") as f:
         f.truncate(size_mb << 20)
-    result = subprocess.run(["mkfs.ext4", "-q", "-F", "-N", "400000", "-E",
-                             "lazy_itable_init=0,lazy_journal_init=0", str(tmp)],
-                            capture_output=True, text=True)
+    result = subprocess.run([*MKFS[fs], str(tmp)], capture_output=True, text=True)
     if result.returncode != 0:
-        raise GuestError(f"mkfs.ext4 {tmp} failed: {result.stderr.strip()}")
+        raise GuestError(f"{MKFS[fs][0]} {tmp} failed: {result.stderr.strip()}")
     tmp.rename(path)
 
 
@@ -146,19 +159,21 @@ def prepare(layout: Layout) -> GuestFiles:
         partial = initramfs.with_suffix(".partial")
         write_cpio(entries, partial)
         partial.rename(initramfs)
-    disk = guest / f"ext4-{DISK_MB}M.img"
-    if not disk.exists():
-        progress.say(f"making {disk.name}")
-        make_disk(disk)
-    return GuestFiles(initramfs, disk)
+    disks = {}
+    for fs in protocol.DISK_FILESYSTEMS:
+        disks[fs] = guest / f"{fs}-{DISK_MB}M.img"
+        if not disks[fs].exists():
+            progress.say(f"making {disks[fs].name}")
+            make_disk(disks[fs], fs)
+    return GuestFiles(initramfs, disks)
 
 
-def scratch_disk(files: GuestFiles, where: Path) -> Path:
-    """A private copy of the pristine disk for one boot (sparse, so cheap)."""
-    copy = where / "disk.img"
-    subprocess.run(["cp", "--sparse=always", str(files.disk), str(copy)], check=True)
-    return copy
-
-
-def remove_scratch(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+def scratch_disks(files: GuestFiles, filesystems: set[str], where: Path) -> list[Path]:
+    """Private copies (sparse, so cheap) of the disks one boot needs, in the
+    order that gives them protocol.disk_devices' names."""
+    copies = []
+    for fs in protocol.disk_devices(filesystems):
+        copy = where / f"{fs}.img"
+        subprocess.run(["cp", "--sparse=always", str(files.disks[fs]), str(copy)], check=True)
+        copies.append(copy)
+    return copies

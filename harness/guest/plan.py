@@ -1,7 +1,7 @@
 """The plan of one boot: which workload steps the guest runs, as a shell script.
 
 The guest's /init sources it; the functions it calls live in
-guest/inode-duel.sh. One boot runs several steps to save boot time.
+guest/rootfs/inode-duel.sh. One boot runs several steps to save boot time.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from harness.guest import protocol
 from harness.guest.workloads import Workload
 
 
@@ -30,12 +31,14 @@ def make_steps(items: list[tuple[Workload, str, int]]) -> list[Step]:
 
 def render(steps: list[Step], cpus: int, header: str) -> str:
     lines = [f"# {line}" for line in header.splitlines()]
-    lines.append(f"echo 'inode-duel: plan of {len(steps)} steps'")
+    lines.append(f"echo '{protocol.MARK} plan of {len(steps)} steps'")
+    devices = protocol.disk_devices({step.fs for step in steps})
     for step in steps:
-        command = step.workload.command(procs=step.procs, cpus=cpus, fs=step.fs,
+        dev = devices.get(step.fs, "")
+        command = step.workload.command(procs=step.procs, cpus=cpus, fs=step.fs, dev=dev,
                                         prefix=f"/tmp/{step.id}")
         lines.append(" ".join([
-            "run_step", step.id, step.fs, str(step.workload.timeout_s),
+            "run_step", step.id, step.fs, dev or "none", str(step.workload.timeout_s),
             "1" if step.workload.windowed else "0", command]))
         lines.append(f"# {shlex.quote(step.label)}")
     lines.append("finish")

@@ -7,13 +7,13 @@ A declaration is 'key = value' lines; '#' starts a comment. Keys:
     run       the guest command (required); placeholders:
                 {procs}  worker processes   {cpus}  vCPUs of the boot
                 {dir}    the work directory (a fresh mount of {fs})
-                {dev}    the block device under {dir} (ext4), else empty
+                {dev}    the block device under {dir} (ext4, xfs), else empty
                 {source} what to mount on {dir}: the device, or tmpfs
-                {fs}     tmpfs or ext4
+                {fs}     tmpfs, ext4 or xfs
                 {prefix} where the command leaves extra output (lock_stat
                          windows {prefix}.PHASE.lock_stat, fio {prefix}.fio.json)
     output    result-lines (our C programs) or fio-json (required)
-    fs        filesystems to run on, from: tmpfs ext4 (required)
+    fs        filesystems to run on, from: tmpfs ext4 xfs (required)
     procs     worker counts, numbers or 'cpus' (default: cpus); several give
               several steps in one boot, so thread counts compare inside a boot
     windowed  yes if the command resets and saves lock_stat around its own
@@ -31,7 +31,8 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
-FILESYSTEMS = ("tmpfs", "ext4")
+from harness.guest.protocol import FILESYSTEMS, WORK_DIR
+
 OUTPUTS = ("result-lines", "fio-json")
 PLACEHOLDERS = {"procs", "cpus", "dir", "dev", "source", "fs", "prefix"}
 KEYS = {"name", "summary", "run", "output", "fs", "procs", "windowed", "timeout",
@@ -62,10 +63,9 @@ class Workload:
         counts = [cpus if p == "cpus" else int(p) for p in self.procs]
         return list(dict.fromkeys(counts))
 
-    def command(self, *, procs: int, cpus: int, fs: str, prefix: str,
-                workdir: str = "/mnt/work") -> str:
-        dev = "/dev/vda" if fs == "ext4" else ""
-        return self.run.format(procs=procs, cpus=cpus, fs=fs, prefix=prefix, dir=workdir,
+    def command(self, *, procs: int, cpus: int, fs: str, dev: str, prefix: str) -> str:
+        """The run line for one step; dev is the fs's block device, "" for tmpfs."""
+        return self.run.format(procs=procs, cpus=cpus, fs=fs, prefix=prefix, dir=WORK_DIR,
                                dev=dev, source=dev or fs)
 
 

@@ -11,7 +11,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from harness import progress
+from harness import lockorder, progress
 from harness.boot import qemu, runner
 from harness.guest import initramfs, plan, workloads
 from harness.kernels import kbuild, series, source
@@ -67,9 +67,9 @@ def check_series(layout: Layout, name: str, cpus: int = 2) -> list[PointResult]:
             progress.say(f"  checkpatch: {errors} errors in {patch.path.name}\n{report}")
         image = kbuild.build(layout, kernel, "debug")
         steps = plan.make_steps([(smoke, fs, cpus) for fs in smoke.filesystems])
-        folder = layout.results / "bisect" / f"{kernel.replace('@', '_at_')}-{image.key}"
+        folder = layout.bisect_dir(kernel, image.key)
         record = runner.run_boot(image, files, qemu.Machine("tcg", cpus), steps, folder,
-                                 f"bisect-check {kernel}")
+                                 f"bisect-check {kernel}", lockorder.for_kernel(layout, kernel))
         throughput = tuple(f.value for s in record.steps if s.numbers
                            for f in s.numbers.figures if f.metric == "throughput")
         result = PointResult(kernel, patch.path.name, errors, warnings, record.status,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness import progress
 from harness.kernels import kbuild, series, source
-from harness.layout import Layout
+from harness.layout import Layout, slug
 
 CONFIG_TARGET = "allmodconfig"
 
@@ -95,9 +95,9 @@ def compile_objects(layout: Layout, obj: Path, files: list[str], log, env: dict[
 def check(layout: Layout, kernel_name: str, pattern: str | None) -> CompileResult:
     info = source.ensure_pristine(layout)
     kernel = series.resolve(layout, kernel_name)
-    obj = layout.build / "obj-allmod"
+    obj = layout.allmod_objects
     obj.mkdir(parents=True, exist_ok=True)
-    log_path = obj / f"compile-check-{kernel.name.replace('@', '_at_')}.log"
+    log_path = obj / f"compile-check-{slug(kernel.name)}.log"
     started = time.monotonic()
     env = kbuild.build_env(layout)
     compiled = 0

@@ -25,7 +25,9 @@ from harness import procgroup, progress
 from harness.kernels import series, source
 from harness.layout import Layout
 
-FLAVOURS = ("perf", "debug")
+FLAVOURS = ("perf", "debug", "sanitize")
+DEFAULT_FLAVOURS = ("perf", "debug")  # sanitize is slow to build and boot: asked for by name
+LOCKDEP_FLAVOURS = ("debug", "sanitize")  # boots whose /proc/lockdep is dumped
 BUILD_ENV = {
     # Fixed so that ccache hits and rebuilt images are comparable.
     "KBUILD_BUILD_TIMESTAMP": "1970-01-01",
@@ -82,10 +84,6 @@ def image_key(info: source.SourceInfo, kernel: series.Kernel, flavour: str,
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     h.update(compiler_version().encode())
     return h.hexdigest()[:16]
-
-
-def image_dir(layout: Layout, kernel_name: str, flavour: str, key: str) -> Path:
-    return layout.images / f"{kernel_name.replace('@', '_at_')}-{flavour}-{key}"
 
 
 @dataclass(frozen=True)
@@ -188,7 +186,7 @@ def build(layout: Layout, kernel_name: str, flavour: str, jobs: int | None = Non
 def build_lock(layout: Layout):
     """One kernel build at a time on this machine, whoever asks."""
     layout.build.mkdir(parents=True, exist_ok=True)
-    with open(layout.build / "build.lock", "w") as lock:
+    with open(layout.build_lock, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
@@ -207,7 +205,7 @@ def build_kernel(layout: Layout, kernel: series.Kernel, flavour: str,
     info = source.ensure_pristine(layout)
     frags = fragments(layout, flavour) + list(extra_fragments)
     key = image_key(info, kernel, flavour, frags)
-    image = KernelImage(kernel.name, flavour, key, image_dir(layout, kernel.name, flavour, key))
+    image = KernelImage(kernel.name, flavour, key, layout.image_dir(kernel.name, flavour, key))
     if is_built(image):
         return image
     # The same patches under another name (piggin@0 is base): the same image.

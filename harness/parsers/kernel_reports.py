@@ -1,4 +1,4 @@
-"""Find kernel reports (lockdep, RCU, atomic sleep, WARN, BUG/Oops, panic) in a console log.
+"""Find kernel reports (lockdep, RCU, stalls, lockups, WARN, BUG, panic) in a console log.
 
 Each report gets a kind and a title in syzbot's style, so one bug keeps one
 title across runs and kernels:
@@ -11,9 +11,29 @@ title across runs and kernels:
                      WARNING: SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected
     bad-unlock       WARNING: bad unlock balance detected!
     held-lock-freed  WARNING: held lock freed!  (BUG: in older kernels)
+    wait-context     [ BUG: Invalid wait context ]
+    nested-lock      WARNING: Nested lock was not taken
+    bad-contention   WARNING: bad contention detected!
+    lock-held        WARNING: comm/pid still has locks held!
+                     WARNING: lock held when returning to user space!
+    non-static-key   INFO: trying to register non-static key.
+    bad-subclass     BUG: looking up invalid subclass: N
+    unregistered-key BUG: key ADDR has not been registered!  (and its WARN)
+    spinlock         BUG: spinlock bad magic on CPU#N, comm/pid  (rwlock too)
+    lockdep-off      BUG: MAX_LOCKDEP_KEYS too low!  (ENTRIES, CHAINS,
+                     CHAIN_HLOCKS, STACK_TRACE_ENTRIES, LOCK_DEPTH), and
+                     Disabling lock debugging due to kernel taint
     rcu              WARNING: suspicious RCU usage
     sleep-in-atomic  BUG: sleeping function called from invalid context at F:L
                      BUG: scheduling while atomic: comm/pid/count
+    rcu-stall        rcu: INFO: rcu_sched self-detected stall on CPU,
+                     ... detected stalls on CPUs/tasks:, ... detected
+                     expedited stalls on CPUs/tasks: { ... }
+    soft-lockup      watchdog: BUG: soft lockup - CPU#N stuck for Ns! [comm:pid]
+    hard-lockup      NMI watchdog: Watchdog detected hard LOCKUP on cpu N
+    hung-task        INFO: task comm:pid blocked for more than N seconds.
+    wq-lockup        BUG: workqueue lockup - pool cpus=N ... stuck for Ns!
+    bad-page         BUG: Bad page state in process comm  pfn:N (map too)
     warn             WARNING: CPU: N PID: N at FILE:LINE FUNC+0x../0x..
     bug              kernel BUG at FILE:LINE!, BUG: unable to handle ...,
                      BUG: kernel NULL pointer dereference, general protection
@@ -22,20 +42,44 @@ title across runs and kernels:
 
 FUNC in a title is chosen as syzkaller's pkg/report/linux.go does: the
 function of the "at:" line of the lock being acquired (recursive, irq
-kinds), of the lock taken (inconsistent) or held (held lock freed); for a
-circular dependency the first of: that function, the held lock's, the
-frames of the dependency chain; for a bad unlock the "[<pc>] FUNC" line
-after "is trying to release lock"; for WARN and BUG the function of the
-WARNING line, then of RIP, then the Call Trace; for an atomic sleep the
-Call Trace. Frames whose name starts with one of _SKIP's prefixes (locking
-primitives, lockdep, printk, dump_stack, ...) are passed over, and "?"
-frames never count.
+kinds, wait context, nested lock), of the lock taken (inconsistent) or
+held (held lock freed, locks held); for a circular dependency the first of:
+that function, the held lock's, the frames of the dependency chain; for a
+bad unlock or contention the "[<pc>] FUNC" line after "is trying to
+release/contend lock"; for WARN and BUG the function of the WARNING line,
+then of RIP, then the Call Trace; for an atomic sleep, a bad key or
+subclass, a spinlock or page bug the Call Trace. Frames whose name starts
+with one of report_frames.SKIP's prefixes (locking primitives, lockdep,
+printk, dump_stack, ...) are passed over, and "?" frames never count.
+
+Stalls and lockups are named by the first meaningful frame of the stuck
+CPU: its RIP, then the frames of its task stack, skipping the interrupt,
+timer, clock and busy-wait frames the detector interrupted it in. That is
+syzkaller's frame for a CPU spinning in a trylock loop, but not for every
+stall: syzkaller walks down to the frame above a dispatcher (a syscall
+entry, a work item's callback) to group stalls of one root; here the
+spinning function is what a locking patch is judged by. A hung task is
+named by the first frame of its stack that is not sleeping or locking,
+with syzkaller's two buckets: synchronize_rcu (and its kin) and rtnl_lock.
+Table exhaustion and workqueue lockups carry no function, as in syzkaller.
 
 Where a report ends: WARN and BUG splats at "---[ end trace", a panic at
 "---[ end Kernel panic"; lockdep and RCU reports after the stack printed
-below "stack backtrace:"; atomic-sleep reports after their one stack. Any
-new headline ends the report before it, except an "Oops:" line inside the
-BUG report it belongs to. A panic after an Oops is a report of its own.
+below "stack backtrace:"; atomic sleeps, bad keys and subclasses, spinlock
+and page bugs, and table exhaustion after their one stack; stalls, lockups
+and hung tasks after the last line of their dumps (per-CPU stall lines, NMI
+backtraces, task stacks, held locks, busy workqueues); the taint line is a
+report of one line. Any new headline ends the report before it, except an
+"Oops:" line inside the BUG report it belongs to, and the next pool of one
+workqueue lockup. A panic after an Oops is a report of its own.
+
+Lockdep stops checking for the rest of the boot after any report that
+calls debug_locks_off(): every lockdep report but "suspicious RCU usage",
+table exhaustion, the taint line (a bad page, KASAN, a proprietary module
+...), a spinlock bug, a DEBUG_LOCKS_WARN_ON() warning, an Oops (oops_enter())
+and a panic. Report.lockdep_off marks them (and a hung task whose lock dump
+says "INFO: lockdep is turned off."); lockdep_off_line() gives the line of
+the first.
 
 Lines may carry console prefixes ("[    1.234567] ", "[ T123] "/"[ C0] " with
 CONFIG_PRINTK_CALLER, syslog "<4>", journald "... kernel: ") and \\r\\n
@@ -46,15 +90,22 @@ reports printed concurrently on two CPUs do not cut each other.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-KINDS = ("circular", "recursive", "inconsistent", "irq-inversion", "bad-unlock",
-         "held-lock-freed", "rcu", "sleep-in-atomic", "warn", "bug", "panic")
+from harness.parsers import report_frames as frames
 
-# Lockdep and RCU reports: print_kernel_ident(), locks, then
-# "stack backtrace:" and dump_stack().
-_LOCKDEP_KINDS = frozenset({"circular", "recursive", "inconsistent", "irq-inversion",
-                            "bad-unlock", "held-lock-freed", "rcu"})
+# Reports of lockdep and the lock debugging code: each one means a locking bug.
+LOCKING_KINDS = frozenset({
+    "circular", "recursive", "inconsistent", "irq-inversion", "bad-unlock", "held-lock-freed",
+    "wait-context", "nested-lock", "bad-contention", "lock-held", "non-static-key",
+    "bad-subclass", "unregistered-key", "spinlock"})
+# A CPU or a task that stopped making progress.
+HANG_KINDS = frozenset({"rcu-stall", "soft-lockup", "hard-lockup", "hung-task", "wq-lockup"})
+# Lockdep switched itself off without finding a locking bug.
+LOCKDEP_OFF = "lockdep-off"
+KINDS = tuple(sorted(LOCKING_KINDS | HANG_KINDS | {
+    LOCKDEP_OFF, "rcu", "sleep-in-atomic", "bad-page", "warn", "bug", "panic"}))
 
 # A report without an end marker or a final stack (a truncated log) stops here.
 MAX_REPORT_LINES = 1000
@@ -66,9 +117,20 @@ class Report:
     title: str
     line: int  # 1-based line of the report's first line in the input
     text: str  # the report, console prefixes removed
+    lockdep_off: bool = False  # lockdep checks nothing after this report
 
     def as_json(self) -> dict:
         return {"kind": self.kind, "title": self.title}
+
+
+def lockdep_off_line(reports: Iterable[Report]) -> int | None:
+    """First console line (1-based) of the first report after which lockdep
+    checked nothing more, or None if it was on to the end.
+
+    Lockdep reports, lock_stat and RCU-lockdep reports of everything printed
+    after that report are missing, not clean.
+    """
+    return min((r.line for r in reports if r.lockdep_off), default=None)
 
 
 # ---------------------------------------------------------------- prefixes
@@ -124,9 +186,26 @@ _HEADLINES: tuple[tuple[re.Pattern, str], ...] = tuple(
          "irq-inversion"),
         (_LOCKDEP_HEAD + r"bad unlock balance detected!", "bad-unlock"),
         (_LOCKDEP_HEAD + r"held lock freed!", "held-lock-freed"),
+        (_LOCKDEP_HEAD + r"Invalid wait context", "wait-context"),
+        (_LOCKDEP_HEAD + r"Nested lock was not taken", "nested-lock"),
+        (_LOCKDEP_HEAD + r"bad contention detected!", "bad-contention"),
+        (_LOCKDEP_HEAD + r".+ still has locks held!", "lock-held"),
+        (_LOCKDEP_HEAD + r"lock held when returning to user space!", "lock-held"),
+        (r"^INFO: trying to register non-static key", "non-static-key"),
+        (r"^BUG: looking up invalid subclass: ", "bad-subclass"),
+        (r"^BUG: key [0-9a-fx]+ has not been registered!", "unregistered-key"),
+        (r"^BUG: (?:spinlock|rwlock) .+ on CPU#\d+", "spinlock"),
+        (r"^BUG: MAX_[A-Z_]+ too low!", LOCKDEP_OFF),
+        (r"^Disabling lock debugging due to kernel taint", LOCKDEP_OFF),
         (_LOCKDEP_HEAD + r"suspicious RCU usage", "rcu"),
         (r"^BUG: sleeping function called from invalid context", "sleep-in-atomic"),
         (r"^BUG: scheduling while atomic", "sleep-in-atomic"),
+        (r"^(?:rcu: )?INFO: rcu_\w+ (?:self-)?detected (?:expedited )?stall", "rcu-stall"),
+        (r"^(?:(?:NMI )?watchdog: )?BUG: soft lockup - CPU#\d+ stuck for ", "soft-lockup"),
+        (r"^(?:NMI watchdog: )?Watchdog detected hard LOCKUP on cpu \d+", "hard-lockup"),
+        (r"^INFO: task .+:\d+ blocked (?:in I/O wait )?for more than \d+ seconds", "hung-task"),
+        (r"^BUG: workqueue lockup - pool", "wq-lockup"),
+        (r"^BUG: Bad page (?:state|map) in process ", "bad-page"),
         (r"^WARNING: (?:CPU: \d+ PID: \d+ )?at ", "warn"),
         (r"^[Kk]ernel BUG at ", "bug"),
         (r"^BUG: (?:unable to handle|[Kk]ernel NULL pointer dereference)", "bug"),
@@ -136,6 +215,41 @@ _HEADLINES: tuple[tuple[re.Pattern, str], ...] = tuple(
         (r"^Oops: ", "bug"),
         (r"^Kernel panic - not syncing: ", "panic"),
     ))
+
+# Lockdep and RCU reports: print_kernel_ident(), locks, then
+# "stack backtrace:" and dump_stack().
+_LOCKDEP_KINDS = frozenset({"circular", "recursive", "inconsistent", "irq-inversion",
+                            "bad-unlock", "held-lock-freed", "wait-context", "nested-lock",
+                            "bad-contention", "rcu"})
+# Reports whose first stack is their last line.
+_ONE_STACK_KINDS = frozenset({"sleep-in-atomic", "non-static-key", "bad-subclass", "spinlock",
+                              "bad-page", LOCKDEP_OFF})
+# lockdep_print_held_locks() without a stack: lockdep_sys_exit().
+_HELD_LOCKS_ONLY = re.compile(r"lock held when returning to user space")
+_HELD_LOCKS_BODY = re.compile(
+    r"^(?:-+\s*$|\S+ #\d+ (?:Not tainted|Tainted: )|"
+    r"\S.* is leaving the kernel with locks still held!|\d+ locks? held by |"
+    r"no locks held by | #\d+: )")
+# Lines of the dumps that follow a stall, lockup or hung task: per-CPU RCU
+# lines, NMI backtraces and task dumps, held locks, busy workqueues.
+_HANG_BODY = re.compile("|".join((
+    r"\s", r"rcu: ", r"INFO: Stall ended before state dump start", r"INFO: lockdep is turned off",
+    r"All QSes seen", r"Sending NMI from CPU", r"NMI backtrace for cpu", r"Task dump for CPU",
+    r"CPU: \d+ PID: ", r"Hardware name: ", r"task:\S", r"Modules linked in:",
+    r"irq event stamp:", r"(?:hard|soft)irqs last", r"Showing all locks held in the system",
+    r"Showing busy workqueues", r"workqueue \S+: flags=", r"pool \d+:", r"\d+ locks? held by ",
+    r"no locks held by ", r"=+\s*$", r"Workqueue: ", r"blocking rcu_node",
+    r"Offline CPU \d+ blocking", r'"echo 0 > /proc/sys/kernel/hung_task_timeout_secs"',
+    r"Future hung task reports are suppressed", r"Preemption disabled at:",
+)))
+# Messages of a WARN that calls debug_locks_off(): DEBUG_LOCKS_WARN_ON(),
+# DEBUG_RWSEMS_WARN_ON(), lockdep's own graph and chain-key checks.
+_LOCKDEP_WARN = re.compile(
+    r"^(?:DEBUG_LOCKS_WARN_ON\(|DEBUG_RWSEMS_WARN_ON\(|lockdep bfs error:|hm#[12], depth:)")
+# Kinds after which lockdep checks nothing: each calls debug_locks_off()
+# (panic() too). So does an Oops of kind "bug", through oops_enter(), but
+# not a KASAN report: the taint line that follows it does.
+_LOCKDEP_OFF_KINDS = LOCKING_KINDS | {LOCKDEP_OFF, "panic"}
 
 # Second headline of one BUG splat: __die_header() after the BUG: line.
 _DIE_HEADER = re.compile(r"^(?:Oops|invalid opcode|Bad pagetable): [0-9a-f]{4} \[#\d+\]")
@@ -150,165 +264,19 @@ def _headline(msg: str) -> str | None:
     return None
 
 
-# ------------------------------------------------------------------ stacks
-
-# " foo+0x1/0x2", " ? foo+0x1/0x2", " [<ffffffff81000000>] foo+0x1/0x2",
-# " [<ffffffff81000000>] ? foo+0x1/0x2" (old kernels put "?" after the PC),
-# "  foo.isra.0+0x1/0x2 [module]", " foo+0x1/0x2 mm/x.c:12 [inline]",
-# and symbolized inline frames " foo mm/x.c:12 [inline]".
-_FRAME = re.compile(
-    r"^\s+(?P<q>\?\s+)?(?:\[<?[0-9a-fA-Fx]+>?\]\s+){0,2}(?P<q2>\?\s+)?"
-    r"(?P<func>[A-Za-z0-9_]+)(?:(?:\.[A-Za-z0-9_.]+)?\+0x[0-9a-f]+/0x[0-9a-f]+"
-    r"|\s+\S+:\d+\s+\[inline\])")
-_STACK_MARKER = re.compile(r"^\s*</?(?:TASK|IRQ|NMI|SOFTIRQ|EOI|#[A-Z]+)>\s*$")
-_REGISTERS = re.compile(
-    r"^(?:RIP|EIP|RSP|ESP|RAX|RBX|RCX|RDX|RSI|RDI|RBP|EAX|EBX|ECX|EDX|ESI|EDI|EBP|"
-    r"R\d+|FS|GS|CS|DS|ES|CR0|CR2|CR3|CR4|DR0|DR3|DR6|PKRU|Code):")
-_FUNC = r"(?P<func>[A-Za-z0-9_]+)(?:\.|\+|\(\))"
-_AT = re.compile(r"at: (?:\[<[0-9a-fA-F]+>\] +)?" + _FUNC)
-_PC_FUNC = re.compile(r"\[<[0-9a-fA-F]+>\] +" + _FUNC)
-_RIP = re.compile(r"^N?[RE]?IP: (?:[0-9a-f]+:)?(?:\[<[0-9a-fA-F]+>\] +)?" + _FUNC)
-_WARN_AT = re.compile(r" at (?:\S+:\d+ )?" + _FUNC)
-_SRC = re.compile(r"^(?P<src>[A-Za-z0-9_\-/.]+\.[a-z]+:\d+) ")
-# A kernel built with O= prints __FILE__ relative to the object folder
-# ("../../src/lib/x.c"): cut the path back to the tree's top-level folder.
-_TREE_TOP = re.compile(r"(?:^|/)((?:arch|block|certs|crypto|drivers|fs|include|init|io_uring|ipc|"
-                       r"kernel|lib|mm|net|rust|samples|security|sound|virt)/.*)$")
-
-
-def _tree_path(path: str) -> str:
-    match = _TREE_TOP.search(path)
-    return match.group(1) if match else path
-
-# Frames that say where the report was printed, not where the bug is: the
-# locking primitives, lockdep itself, the WARN/BUG machinery, printk, sanitizers
-# and string helpers, after syzkaller's list (pkg/report/linux.go). Matched as
-# prefixes of the name without its leading underscores, not as substrings, so
-# that generic_shutdown_super or inode_sb_list_add stay visible.
-_SKIP = re.compile("|".join((
-    r"(do_)?raw_(spin|read|write)_(lock|trylock|unlock)", r"(spin|read|write)_(lock|trylock|unlock)",
-    r"lock_(acquire|release|acquired|contended|is_held|class)", r"lockdep",
-    r"reacquire_held_locks", r"mark_(lock|usage|held_locks)", r"validate_chain",
-    r"check_(noncircular|prev_add|prevs_add|irq_usage|deadlock|flags|wait_context|usage)",
-    r"print_(circular|usage|bad_irq|irq_inversion|deadlock|lock|unlock|held|freed|shortest)",
-    r"(mutex|rt_mutex)_(lock|trylock|unlock|remove_waiter)", r"mutex_lock",
-    r"(down|up)(_read|_write)?(_nested|_killable|_interruptible|_trylock)?$",
-    r"rwsem_", r"osq_(lock|unlock)", r"wake_up", r"refcount_",
-    r"dump_stack", r"might_(sleep|resched|fault)", r"warn", r"report_bug", r"fixup_bug",
-    r"handle_bug", r"(asm_)?exc_", r"do_error", r"invalid_op", r"panic", r"v?printk",
-    r"debug_object", r"list_\w*_valid", r"kasan", r"asan", r"sanitizer",
-    r"check_memory_region", r"print_address_description",
-    r"mem(cpy|cmp|set|chr|move)$", r"str(cmp|ncmp|cpy|lcpy|ncpy|scpy|len|nstr|nlen|chr)$",
-    r"(copy_to|copy_from|put|get)_user", r"v?s?n?printf$", r"kv?asprintf",
-    r"x86_indirect_thunk",
-)))
-# syzkaller's extra skips for circular dependencies: these workqueue
-# functions take the locks of work items they run or flush.
-_SKIP_CIRCULAR = re.compile("process_one_work|flush_workqueue|drain_workqueue|destroy_workqueue")
-_SKIP_SCHEDULE = re.compile("schedule|msleep|ssleep|usleep")
-
-
-def _meaningful(func: str | None, extra: re.Pattern | None = None) -> bool:
-    return bool(func) and not _SKIP.match(func.lstrip("_")) and not (extra and extra.search(func))
-
-
-def _call_trace(msg: str) -> bool:
-    return msg.strip().lower().startswith("call trace:")  # arm64: "Call trace:"
-
-
-def _reliable(frame: re.Match | None) -> bool:
-    # "?" marks a stale return address the unwinder found on the stack.
-    return bool(frame) and not frame.group("q") and not frame.group("q2")
-
-
-def _in_trace(msg: str) -> bool:
-    return bool(_FRAME.match(msg) or _STACK_MARKER.match(msg) or _REGISTERS.match(msg)
-                or msg.strip() in ("<EOI>", ""))
-
-
-def _trace_end(lines: list[_Line], call_trace: int, limit: int) -> int:
-    """Index of the last line of the stack that "Call Trace:" at call_trace opens."""
-    last = call_trace
-    for j in range(call_trace + 1, limit):
-        msg = lines[j].msg
-        if msg.strip() == "</TASK>":
-            return j  # the task stack is always printed last
-        if not _in_trace(msg):
-            break
-        if msg.strip():
-            last = j
-    return last
-
-
-def _stack_funcs(msgs: list[str]) -> list[str]:
-    """Functions of the first "Call Trace:", "?" frames left out."""
-    funcs = []
-    for i in range(len(msgs)):
-        if _call_trace(msgs[i]):
-            for msg in msgs[i + 1:]:
-                if not _in_trace(msg):
-                    break
-                frame = _FRAME.match(msg)
-                if _reliable(frame):
-                    funcs.append(frame.group("func"))
-                if msg.strip() == "</TASK>":
-                    break
-            break
-    return funcs
-
-
 # ------------------------------------------------------------------ titles
-
-def _first_after(msgs: list[str], anchor: str, pattern: re.Pattern) -> str | None:
-    """The func of the first match of pattern on or after the line containing anchor."""
-    for i, msg in enumerate(msgs):
-        if anchor in msg:
-            for later in msgs[i:]:
-                m = pattern.search(later)
-                if m:
-                    return m.group("func")
-            return None
-    return None
-
-
-def _first(candidates, extra: re.Pattern | None = None) -> str | None:
-    for func in candidates:
-        if _meaningful(func, extra):
-            return func
-    return None
-
 
 def _in(prefix: str, func: str | None) -> str:
     return f"{prefix} in {func}" if func else prefix
 
 
-def _circular_func(msgs: list[str]) -> str | None:
-    # syzkaller: the acquire site of the new lock, then of the held lock,
-    # then the frames of the dependency chain, skipping the usual frames.
-    ats: list[str] = []
-    chain: list[str] = []
-    for msg in msgs:
-        if _call_trace(msg):
-            break
-        if len(ats) < 2:
-            m = _AT.search(msg)
-            if m:
-                ats.append(m.group("func"))
-            continue
-        frame = _FRAME.match(msg)
-        if _reliable(frame):
-            chain.append(frame.group("func"))
-    return _first(ats + chain, _SKIP_CIRCULAR)
-
-
 def _bug_title(head: str, msgs: list[str]) -> str:
-    rip = next((m.group("func") for m in map(_RIP.match, msgs) if m), None)
-    func = _first([rip] + _stack_funcs(msgs))
+    func = frames.first([frames.rip(msgs)] + frames.stack_funcs(msgs))
     kasan = re.match(r"^BUG: KASAN: (\S+) in ", head)
     if kasan:
         access = next((m.group(1) for m in
                        (re.search(r"\b(Read|Write) of size", msg) for msg in msgs) if m), None)
-        where = re.match(r"^BUG: KASAN: \S+ in " + _FUNC, head)
+        where = re.match(r"^BUG: KASAN: \S+ in " + frames.FUNC, head)
         what = f"{kasan.group(1)} {access}" if access else kasan.group(1)
         return _in(f"KASAN: {what}", where.group("func") if where else func)
     if re.match(r"^[Kk]ernel BUG at ", head):
@@ -324,38 +292,86 @@ def _bug_title(head: str, msgs: list[str]) -> str:
     return _in("Oops", func)
 
 
-def _title(kind: str, msgs: list[str]) -> str:
-    head = msgs[0]
+def _lockdep_title(kind: str, head: str, msgs: list[str]) -> str:
     if kind == "circular":
-        return _in("possible deadlock", _circular_func(msgs))
+        return _in("possible deadlock", frames.circular_func(msgs))
     if kind == "recursive":
         return _in("possible deadlock",
-                   _first_after(msgs, "is trying to acquire lock", _AT))
+                   frames.first_after(msgs, "is trying to acquire lock", frames.AT))
     if kind == "irq-inversion":
         anchor = ("just changed the state of lock" if "irq lock inversion" in head
                   else "is trying to acquire")
-        return _in("possible deadlock", _first_after(msgs, anchor, _AT))
+        return _in("possible deadlock", frames.first_after(msgs, anchor, frames.AT))
     if kind == "inconsistent":
-        return _in("inconsistent lock state", _first_after(msgs, "takes", _AT))
+        return _in("inconsistent lock state", frames.first_after(msgs, "takes", frames.AT))
     if kind == "bad-unlock":
         return _in("bad unlock balance",
-                   _first_after(msgs, "is trying to release lock", _PC_FUNC))
+                   frames.first_after(msgs, "is trying to release lock", frames.PC_FUNC))
     if kind == "held-lock-freed":
-        return _in("held lock freed", _first_after(msgs, "held lock freed", _AT))
+        return _in("held lock freed", frames.first_after(msgs, "held lock freed", frames.AT))
+    if kind == "wait-context":
+        return _in("BUG: Invalid wait context", frames.first_after(msgs, "is trying to lock", frames.AT))
+    if kind == "nested-lock":
+        return _in("Nested lock was not taken", frames.first_after(msgs, "is trying to lock", frames.AT))
+    if kind == "bad-contention":
+        return _in("bad contention",
+                   frames.first_after(msgs, "is trying to contend lock", frames.PC_FUNC))
+    if kind == "lock-held":
+        if _HELD_LOCKS_ONLY.search(head):
+            return _in("BUG: lock held when returning to user space",
+                       frames.first_after(msgs, "leaving the kernel with locks still held", frames.AT))
+        return _in("BUG: still has locks held", frames.first_after(msgs, "still has locks held", frames.AT))
+    if kind == "non-static-key":
+        return _in("INFO: trying to register non-static key", frames.first(frames.stack_funcs(msgs)))
+    if kind == "bad-subclass":
+        return _in("BUG: looking up invalid subclass", frames.first(frames.stack_funcs(msgs)))
+    if kind == "unregistered-key":
+        return _in("BUG: key has not been registered", frames.first([frames.rip(msgs)] + frames.stack_funcs(msgs)))
+    if kind == "spinlock":
+        what = re.match(r"^BUG: (spinlock|rwlock) (.+?) on CPU#", head)
+        return _in(f"BUG: {what.group(1)} {what.group(2)}",
+                   frames.first(frames.stack_funcs(msgs), frames.SKIP_SPINLOCK))
+    raise ValueError(kind)
+
+
+def _hang_title(kind: str, head: str, msgs: list[str]) -> str:
+    if kind == "rcu-stall":
+        return _in("INFO: rcu detected stall", frames.first(frames.stuck_frames(msgs), frames.SKIP_STALL))
+    if kind == "soft-lockup":
+        return _in("BUG: soft lockup", frames.first(frames.stuck_frames(msgs), frames.SKIP_STALL))
+    if kind == "hard-lockup":
+        return _in("BUG: hard lockup", frames.first(frames.stuck_frames(msgs), frames.SKIP_STALL))
+    if kind == "hung-task":
+        return _in("INFO: task hung", frames.hung_func(msgs))
+    if kind == "wq-lockup":
+        return "BUG: workqueue lockup"
+    raise ValueError(kind)
+
+
+def _title(kind: str, msgs: list[str]) -> str:
+    head = msgs[0]
+    if kind in LOCKING_KINDS:
+        return _lockdep_title(kind, head, msgs)
+    if kind in HANG_KINDS:
+        return _hang_title(kind, head, msgs)
+    if kind == LOCKDEP_OFF:
+        return head.strip()
     if kind == "rcu":
-        src = next((m.group("src") for m in map(_SRC.match, msgs[1:]) if m), None)
-        return f"suspicious RCU usage at {_tree_path(src)}" if src else "suspicious RCU usage"
+        src = next((m.group("src") for m in map(frames.SRC.match, msgs[1:]) if m), None)
+        return f"suspicious RCU usage at {frames.tree_path(src)}" if src else "suspicious RCU usage"
     if kind == "sleep-in-atomic":
         if head.startswith("BUG: scheduling while atomic"):
             return _in("BUG: scheduling while atomic",
-                       _first(_stack_funcs(msgs), _SKIP_SCHEDULE))
+                       frames.first(frames.stack_funcs(msgs), frames.SKIP_SCHEDULE))
         return _in("BUG: sleeping function called from invalid context",
-                   _first(_stack_funcs(msgs)))
+                   frames.first(frames.stack_funcs(msgs)))
+    if kind == "bad-page":
+        what = "map" if head.startswith("BUG: Bad page map") else "state"
+        return _in(f"BUG: Bad page {what}", frames.first(frames.stack_funcs(msgs), frames.SKIP_BAD_PAGE))
     if kind == "warn":
-        at = _WARN_AT.search(head)
-        rip = next((m.group("func") for m in map(_RIP.match, msgs) if m), None)
-        return _in("WARNING", _first([at.group("func") if at else None, rip]
-                                     + _stack_funcs(msgs)))
+        at = frames.WARN_AT.search(head)
+        return _in("WARNING", frames.first([at.group("func") if at else None, frames.rip(msgs)]
+                                     + frames.stack_funcs(msgs)))
     if kind == "bug":
         return _bug_title(head, msgs)
     if kind == "panic":
@@ -363,15 +379,89 @@ def _title(kind: str, msgs: list[str]) -> str:
     raise ValueError(kind)
 
 
+def _switches_lockdep_off(kind: str, msgs: list[str]) -> bool:
+    if kind in _LOCKDEP_OFF_KINDS:
+        return True
+    if kind == "bug":
+        return not msgs[0].startswith("BUG: KASAN:")
+    if kind == "warn":
+        return any(_LOCKDEP_WARN.match(msg) for msg in msgs)
+    if kind == "hung-task":
+        # debug_show_all_locks() says so when an earlier report switched it off
+        return any(msg.startswith("INFO: lockdep is turned off") for msg in msgs)
+    return False
+
+
 # ------------------------------------------------------------------ bounds
+
+def _trace_end(lines: list[_Line], call_trace: int, limit: int) -> int:
+    """Index of the last line of the stack that "Call Trace:" at call_trace opens."""
+    last = call_trace
+    for j in range(call_trace + 1, limit):
+        msg = lines[j].msg
+        if msg.strip() == "</TASK>":
+            return j  # the task stack is always printed last
+        if not frames.in_trace(msg):
+            break
+        if msg.strip():
+            last = j
+    return last
+
+
+def _trim(lines: list[_Line], start: int, end: int) -> int:
+    while end > start and not lines[end].msg.strip():
+        end -= 1
+    return end
+
+
+def _hang_end(lines: list[_Line], start: int, limit: int, kind: str) -> int:
+    """Last line of a stall, lockup or hung task: its dumps, whatever their order."""
+    last = start
+    j = start + 1
+    while j < limit:
+        msg = lines[j].msg
+        head = _headline(msg)
+        if head is not None and not (kind == "wq-lockup" and head == "wq-lockup"):
+            break  # one watchdog pass reports each stuck pool, then dumps them all
+        if frames.call_trace(msg):
+            last = _trace_end(lines, j, limit)
+            j = last + 1
+            continue
+        if not msg.strip():
+            j += 1  # a blank line belongs only if more of the report follows
+            continue
+        if not (head or _HANG_BODY.match(msg) or frames.in_trace(msg)):
+            break
+        last = j
+        j += 1
+    return last
+
+
+def _held_locks_end(lines: list[_Line], start: int, limit: int) -> int:
+    last = start
+    for j in range(start + 1, limit):
+        msg = lines[j].msg
+        if _HELD_LOCKS_BODY.match(msg):
+            last = j
+        elif msg.strip():
+            break
+    return last
+
 
 def _end(lines: list[_Line], start: int, kind: str) -> int:
     """Index of the last line of the report whose headline is lines[start]."""
     limit = min(len(lines), start + MAX_REPORT_LINES)
     bug_headline = lines[start].msg
+    if kind in HANG_KINDS:
+        return _hang_end(lines, start, limit, kind)
+    if kind == "lock-held" and _HELD_LOCKS_ONLY.search(bug_headline):
+        return _held_locks_end(lines, start, limit)
+    if bug_headline.startswith("Disabling lock debugging"):
+        return start
     kasan = bug_headline.startswith("BUG: KASAN:")
     last_trace_end = None
     backtrace_seen = False
+    key_warn = False  # the WARN that follows an unregistered key belongs to it
     j = start + 1
     while j < limit:
         msg = lines[j].msg
@@ -379,16 +469,20 @@ def _end(lines: list[_Line], start: int, kind: str) -> int:
         if head is not None:
             continuation = (kind == "bug" and _DIE_HEADER.match(msg)
                             and not _DIE_HEADER.match(bug_headline))
+            if kind == "unregistered-key" and head == "warn" and not key_warn:
+                continuation = key_warn = True
             if not continuation:
                 break
             bug_headline = msg  # one die header per splat
         stripped = msg.strip()
-        if kind == "warn" and stripped.startswith("---[ end trace"):
+        if kind == "unregistered-key" and not key_warn and j > start + 3:
+            return start  # no WARN followed: the report is its one line
+        if kind in ("warn", "unregistered-key") and stripped.startswith("---[ end trace"):
             return j
         if kind == "bug" and stripped.startswith("---[ end trace"):
             # x86 oops_end() repeats the registers after the marker, "in
             # case the oops scrolled away".
-            while j + 1 < limit and _REGISTERS.match(lines[j + 1].msg):
+            while j + 1 < limit and frames.REGISTERS.match(lines[j + 1].msg):
                 j += 1
             return j
         if kind == "panic" and stripped.startswith("---[ end Kernel panic"):
@@ -397,10 +491,10 @@ def _end(lines: list[_Line], start: int, kind: str) -> int:
             return j  # KASAN closes its report with a line of "="
         if stripped == "stack backtrace:":
             backtrace_seen = True
-        if _call_trace(msg):
+        if frames.call_trace(msg):
             last_trace_end = _trace_end(lines, j, limit)
-            final = (kind == "sleep-in-atomic"
-                     or (kind in _LOCKDEP_KINDS and backtrace_seen))
+            final = (kind in _ONE_STACK_KINDS
+                     or (kind in _LOCKDEP_KINDS | {"lock-held"} and backtrace_seen))
             if final:
                 return last_trace_end
             j = last_trace_end + 1
@@ -408,11 +502,10 @@ def _end(lines: list[_Line], start: int, kind: str) -> int:
         j += 1
     if last_trace_end is not None:
         return last_trace_end
+    if kind == "unregistered-key":
+        return start
     # No stack and no marker: stop before the next headline, blank lines trimmed.
-    end = j - 1
-    while end > start and not lines[end].msg.strip():
-        end -= 1
-    return end
+    return _trim(lines, start, j - 1)
 
 
 def _begin(lines: list[_Line], start: int, kind: str, floor: int) -> int:
@@ -420,7 +513,8 @@ def _begin(lines: list[_Line], start: int, kind: str, floor: int) -> int:
     above = start - 1
     if above < floor:
         return start
-    if kind in _LOCKDEP_KINDS or lines[start].msg.startswith("BUG: KASAN:"):
+    if (kind in _LOCKDEP_KINDS or kind == "lock-held"
+            or lines[start].msg.startswith("BUG: KASAN:")):
         return above if _EQUALS.match(lines[above].msg) else start
     if kind == "bug":
         return above if _CUT_HERE.match(lines[above].msg) else start
@@ -447,11 +541,13 @@ def _parse_stream(lines: list[_Line]) -> list[Report]:
         end = _end(lines, i, kind)
         begin = _begin(lines, i, kind, floor)
         body = lines[begin:end + 1]
+        msgs = [line.msg for line in lines[i:end + 1]]
         reports.append(Report(
             kind=kind,
-            title=_title(kind, [line.msg for line in lines[i:end + 1]]),
+            title=_title(kind, msgs),
             line=body[0].number,
             text="\n".join(line.msg for line in body),
+            lockdep_off=_switches_lockdep_off(kind, [line.msg for line in body]),
         ))
         floor = end + 1
         i = end + 1

@@ -198,3 +198,47 @@ def heatmap(stem: Path, title: str, columns: list[str], rows: list[str],
         "with labels notitle"])
     return _render(stem, body, (max(600, 110 * len(columns) + 200), 140 + 45 * len(rows)),
                    title)
+
+
+def scaling_bands(stem: Path, title: str, ylabel: str,
+                  bands: dict[str, list[tuple[float, float, float, float]]],
+                  measured: dict[str, list[tuple[float, float, float, float]]],
+                  all_kernels: list[str]) -> Chart:
+    """Predicted throughput against CPUs, log-log: per kernel a line (x, low, mid,
+    high) inside a shaded band, and measured points (x, y, low, high) with bars."""
+    names = list(bands)
+    blocks = []
+    for name in names:
+        blocks.append(f"# {name} predicted: cpus low mid high\n" + "\n".join(
+            f"{_num(x)} {_num(lo)} {_num(mid)} {_num(hi)}" for x, lo, mid, hi in bands[name]))
+    for i, name in enumerate(names):
+        # Nudge each kernel's points sideways (log axis: a factor) so bars stay apart.
+        nudge = 1 + 0.04 * (i - (len(names) - 1) / 2)
+        points = measured.get(name, [])
+        blocks.append(f"# {name} measured: cpus value low high\n" + "\n".join(
+            f"{_num(x * nudge)} {_num(y)} {_num(lo)} {_num(hi)}" for x, y, lo, hi in points)
+            if points else f"# {name} measured: none\nNaN NaN NaN NaN")
+    data = stem.with_suffix(".dat")
+    data.write_text("\n\n\n".join(blocks) + "\n")
+    colours = _colours(names, all_kernels)
+    plots = []
+    for i, (name, colour) in enumerate(zip(names, colours)):
+        plots.append(f"{_quote(str(data))} index {i} using 1:2:4 with filledcurves "
+                     f"fs transparent solid 0.15 noborder lc rgb {_quote(colour)} notitle")
+        plots.append(f"{_quote(str(data))} index {i} using 1:3 with lines lw 2 "
+                     f"lc rgb {_quote(colour)} title {_quote(name)}")
+    for i, (name, colour) in enumerate(zip(names, colours)):
+        if measured.get(name):
+            plots.append(f"{_quote(str(data))} index {len(names) + i} using 1:2:3:4 with "
+                         f"yerrorbars pt 7 ps 0.8 lc rgb {_quote(colour)} notitle")
+    if any(measured.values()):
+        # One key entry for every kernel's measured points, in the kernels' colours.
+        plots.append("NaN with yerrorbars pt 7 ps 0.8 lc rgb '#555555' title 'measured'")
+    xmax = max(x for pts in bands.values() for x, *_ in pts)
+    body = "\n".join([
+        f"set title {_quote(title)}", "set xlabel 'CPUs'", f"set ylabel {_quote(ylabel)}",
+        "set logscale x 2", "set logscale y 10", f"set xrange [0.85:{xmax * 1.1:g}]",
+        "set grid xtics ytics",
+        "set format y '%.0s%c'", "set key outside right top",
+        "plot " + ", \\\n  ".join(plots)])
+    return _render(stem, body, (760, 440), title)

@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import icache, lockorder
+from harness import lockorder
 from harness.analysis import evidence, stats
-from harness.report import charts
+from harness.report import charts, scaling_section
 from harness.run import tidy
 from harness.layout import Layout
 
@@ -179,6 +179,8 @@ class ReportBuilder:
         self.charts_dir = run_dir / "charts"
         self.charts_dir.mkdir(exist_ok=True)
         self.blocks: list[Block] = []
+        self.scaling = scaling_section.Section(layout, run_dir, self.rows, self.kernels,
+                                               self.baseline, self.chart_stem)
 
     def chart_stem(self, name: str) -> Path:
         return self.charts_dir / re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
@@ -198,6 +200,7 @@ class ReportBuilder:
             + ". Source: Debian linux-source-6.1 "
             + ", ".join(sorted({k['package_version'] for k in m['kernels'].values()})) + "."))
         self.verdict_section()
+        self.blocks += self.scaling.blocks()
         self.cases_section()
         self.icount_section()
         self.retries_section()
@@ -225,6 +228,7 @@ class ReportBuilder:
             return
         glance = glance_table(verdicts, self.kernels)
         if glance:
+            glance.rows += self.scaling.glance_rows()
             self.blocks.append(Para(
                 f"At a glance: in how many workload cases each kernel beats "
                 f"{self.baseline}, matches it, or loses to it, by kind of evidence, with the "
@@ -288,7 +292,7 @@ class ReportBuilder:
         figures = evidence.lock_figures(self.rows, case, cpus)
         if not figures:
             return None
-        roles = [r for r in icache.ROLES if any(role == r for (_, role, _) in figures)]
+        roles = [r for r in lockorder.ROLES if any(role == r for (_, role, _) in figures)]
         panels = []
         for metric, label in (("acquisitions_per_op", "acquisitions / op"),
                               ("holdtime_per_op", "hold µs / op"),
@@ -307,7 +311,7 @@ class ReportBuilder:
         for cpus in debug_cpus:
             figures = evidence.lock_figures(self.rows, case, cpus)
             for kernel in self.kernels:
-                for role in icache.ROLES:
+                for role in lockorder.ROLES:
                     f = {m: figures.get((kernel, role, m)) for m in evidence.LOCK_METRICS}
                     if f["acquisitions_per_op"] is None:
                         continue

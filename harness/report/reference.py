@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.kernels import series
-from harness.run import compare
+from harness.run import estimate
 from harness.layout import Layout
 
 KEPT = ("report.md", "report.html", "tidy.tsv", "manifest.json", "lockorder.json")
+# Kept when the run has it: the scaling model's predictions and the hash table
+# sizes they used, which the boot folders (not published) no longer give.
+KEPT_IF_PRESENT = ("scaling.json",)
 
 
 class ReferenceError(Exception):
@@ -31,7 +34,7 @@ class Staleness:
 
 
 def directory(layout: Layout) -> Path:
-    return layout.results / "reference"
+    return layout.reference
 
 
 def publish(layout: Layout, run_dir: Path) -> Path:
@@ -43,11 +46,11 @@ def publish(layout: Layout, run_dir: Path) -> Path:
     staging = target.with_name("reference.partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    for name in KEPT:
+    for name in KEPT + tuple(n for n in KEPT_IF_PRESENT if (run_dir / n).exists()):
         shutil.copy2(run_dir / name, staging / name)
     # How long each kind of step took here: a fresh clone's first estimate.
-    (staging / compare.STEP_TIMES).write_text(
-        json.dumps(compare.step_times_of_run(layout, run_dir), indent=1) + "\n")
+    (staging / estimate.STEP_TIMES).write_text(
+        json.dumps(estimate.step_times_of_run(layout, run_dir), indent=1) + "\n")
     charts = staging / "charts"
     charts.mkdir()
     for chart in sorted((run_dir / "charts").iterdir()):

@@ -6,17 +6,23 @@ These boot real kernels in QEMU (a few tens of seconds each, after a build of
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from harness.boot import qemu, runner
+from harness import lockorder
+from harness.boot import channel, qemu, runner
 from harness.guest import initramfs, plan, workloads
 from harness.kernels import kbuild
-from harness.run import compare, tidy
+from harness.run import compare, matrix, tidy
 from harness.layout import REPO_ROOT, default_layout
 
 pytestmark = pytest.mark.boot
 TEST_WORKLOADS = REPO_ROOT / "harness" / "test_data" / "workloads"
+MAINLINE = lockorder.parse(lockorder.MAINLINE_FILE)
+HOG_S = 600  # upper bound of the CPU hog's life; it is killed when the boot ends
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +37,7 @@ def test_hung_guest_is_killed_classified_and_next_boot_runs(built, tmp_path):
     hang = workloads.parse(TEST_WORKLOADS / "hang.wl")
     steps = plan.make_steps([(hang, "tmpfs", 1)])
     record = runner.run_boot(image, files, qemu.Machine("tcg", 2), steps, tmp_path / "hung",
-                             "hang test", timeout_s=60)
+                             "hang test", MAINLINE, timeout_s=60)
     assert record.status == "timeout"
     assert [s.status for s in record.steps] == ["timeout"]
     console = (tmp_path / "hung" / "console.log").read_text()
@@ -43,7 +49,7 @@ def test_hung_guest_is_killed_classified_and_next_boot_runs(built, tmp_path):
     create = workloads.load_all(layout.workloads)["create-unlink"]
     steps = plan.make_steps([(create, "tmpfs", 1)])
     record = runner.run_boot(image, files, qemu.Machine("tcg", 1), steps, tmp_path / "next",
-                             "after the hang")
+                             "after the hang", MAINLINE)
     assert record.status == "ok"
 
 
@@ -52,7 +58,7 @@ def test_mainline_debug_boot_measures_throughput_and_locks(built, tmp_path):
     create = workloads.load_all(layout.workloads)["create-unlink"]
     steps = plan.make_steps([(create, "tmpfs", 2), (create, "ext4", 2)])
     record = runner.run_boot(image, files, qemu.Machine("tcg", 2), steps, tmp_path / "boot",
-                             "end-to-end test")
+                             "end-to-end test", MAINLINE)
     assert record.status == "ok", record
     assert record.reports == ()
     assert record.damaged == ()
@@ -64,17 +70,44 @@ def test_mainline_debug_boot_measures_throughput_and_locks(built, tmp_path):
         assert figures["create-unlink", "sb_list", "acquisitions_per_op"] > 0
         assert outcome.numbers.lockstat_valid is True
     ext4 = {(f.lock, f.metric): f.value for f in record.steps[1].numbers.figures}
-    # tmpfs never hashes inodes; ext4 does (design.md section 6).
+    # tmpfs never hashes inodes; ext4 does (docs/design.md section 6).
     assert ext4["hash", "acquisitions_per_op"] > 0
+
+
+def test_busy_host_loses_no_record(built, tmp_path):
+    """With every host core kept busy by a hog of our own, every record arrives whole."""
+    layout, image, files = built
+    create = workloads.load_all(layout.workloads)["create-unlink"]
+    steps = plan.make_steps([(create, fs, 2) for fs in ("tmpfs", "ext4", "xfs")])
+    cores = os.cpu_count() or 1
+    hogs = [subprocess.Popen([sys.executable, "-c", f"import time\nend = time.time() + {HOG_S}"
+                              "\nwhile time.time() < end: pass"]) for _ in range(2 * cores)]
+    try:
+        record = runner.run_boot(image, files, qemu.Machine("tcg", 2), steps,
+                                 tmp_path / "busy", "busy host", MAINLINE)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert record.damaged == ()
+    assert [s.status for s in record.steps] == ["ok"] * 3, record
+    # Each step's output, status and lock_stat window arrived.
+    received = channel.parse((tmp_path / "busy" / "results.raw").read_bytes())
+    for step in steps:
+        for name in ("out", "err", "status", "create-unlink.lock_stat"):
+            assert received.get(f"{step.id}.{name}") is not None, (step.id, name)
+    assert received.get("done") is not None
+    # The hog really ran beside the guest.
+    assert record.others_cpu_s > 0.5 * record.wall_s
 
 
 def test_compare_writes_a_run_and_resumes_without_redoing_cells(built, tmp_path):
     layout, _, _ = built
     layout = dataclasses.replace(layout, results=tmp_path / "results")
     create = workloads.load_all(layout.workloads)["create-unlink"]
-    matrix = compare.Matrix(kernels=["mainline"], cpus=[1], workloads=[create], repeat=0,
-                            flavours=("debug",))
-    first = compare.run(layout, matrix, tmp_path / "run1", accel="tcg")
+    wanted = matrix.Matrix(kernels=["mainline"], cpus=[1], workloads=[create], repeat=0,
+                           flavours=("debug",))
+    first = compare.run(layout, wanted, tmp_path / "run1", accel="tcg")
     assert len(first.boots) == 1 and first.boots[0].status == "ok"
     rows = tidy.read(tmp_path / "run1" / "tidy.tsv")
     assert {(r.fs, r.metric) for r in rows} >= {("tmpfs", "throughput"), ("ext4", "throughput")}
@@ -85,6 +118,6 @@ def test_compare_writes_a_run_and_resumes_without_redoing_cells(built, tmp_path)
     assert manifest["kernels"]["mainline"]["patches"] == []
 
     # Interrupted or not, the same compare again reuses every finished cell.
-    second = compare.run(layout, matrix, tmp_path / "run2", accel="tcg")
+    second = compare.run(layout, wanted, tmp_path / "run2", accel="tcg")
     assert second.boots == []
     assert sorted(map(repr, tidy.read(tmp_path / "run2" / "tidy.tsv"))) == sorted(map(repr, rows))

@@ -4,11 +4,22 @@ import base64
 import gzip
 import hashlib
 import subprocess
+import time
 from pathlib import Path
 
 from harness.boot import channel
+from harness.guest import protocol
 
 GUEST_LIB = Path(__file__).resolve().parents[1] / "guest" / "rootfs" / "inode-duel.sh"
+
+
+def guest_shell(tmp_path: Path, script: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    """Run script with the guest's shell library sourced, in busybox sh on the host."""
+    definitions = tmp_path / "protocol.sh"
+    definitions.write_text(protocol.shell_definitions())
+    return subprocess.run(["/bin/busybox", "sh", "-c", f". {GUEST_LIB}; {script}"],
+                          env={"PATH": "/bin:/usr/bin", "INODE_DUEL_PROTOCOL": str(definitions)},
+                          capture_output=True, text=True, timeout=timeout, check=True)
 
 
 def encode(name: str, data: bytes) -> bytes:
@@ -54,11 +65,42 @@ def test_guest_emit_function_round_trips(tmp_path):
     payload = tmp_path / "payload"
     payload.write_bytes(bytes(range(256)) * 40)
     out = tmp_path / "port"
-    script = (f"RESULTS={out}; stty() {{ :; }}; . {GUEST_LIB}; RESULTS={out}; "
-              f"emit payload {payload}; emit_text note 'hello world'")
-    subprocess.run(["/bin/busybox", "sh", "-c", script], check=True,
-                   env={"PATH": "/bin:/usr/bin"})
+    guest_shell(tmp_path, f"results_open {out}; emit payload {payload}; "
+                          f"emit_text note 'hello world'")
     got = channel.parse(out.read_bytes())
     assert got.damaged == ()
     assert got.get("payload") == payload.read_bytes()
     assert got.text("note") == "hello world\n"
+
+
+def gone(pid: int, within_s: float = 5.0) -> bool:
+    """The process is dead (gone or a zombie) now or soon: SIGKILL is not instant."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        stat = Path(f"/proc/{pid}/stat")
+        try:
+            if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_step_command_leaves_nothing_running(tmp_path):
+    """Whatever a step's command starts in the background dies with the step."""
+    pidfile = tmp_path / "orphan.pid"
+    guest_shell(tmp_path, f"run_limited s01 30 sh -c 'sleep 300 & echo $! > {pidfile}'; "
+                          f"echo rc=$?")
+    assert gone(int(pidfile.read_text()))
+
+
+def test_step_timeout_kills_the_whole_process_group(tmp_path):
+    """At its limit a step's command and every process it started are killed."""
+    pidfile = tmp_path / "child.pid"
+    done = guest_shell(tmp_path, f"run_limited s01 1 sh -c 'sleep 300 & echo $! > {pidfile}; "
+                                 f"sleep 300'; echo rc=$?; ls /tmp/s01.timedout; "
+                                 f"rm -f /tmp/s01.timedout")
+    assert "rc=137" in done.stdout
+    assert "/tmp/s01.timedout" in done.stdout
+    assert gone(int(pidfile.read_text()))

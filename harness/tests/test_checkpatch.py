@@ -32,6 +32,9 @@ diff --git a/fs/inode.c b/fs/inode.c
 """
 
 
+pytestmark = pytest.mark.tree
+
+
 @pytest.fixture(scope="module")
 def layout():
     layout = default_layout()

@@ -6,7 +6,8 @@ import pytest
 
 from harness.kernels import series
 from harness.report import reference
-from harness.run import compare
+from harness.run import estimate
+from harness.run.cells import CellStore, StoredCell
 from harness.layout import default_layout
 from harness.tests.conftest import add_patch
 from harness.tests.test_report import make_run
@@ -23,8 +24,13 @@ def test_publish_keeps_report_material_not_raw_boots(layout, tmp_path):
     (run / "charts" / "a.gp").write_text("plot")
     target = reference.publish(layout, run)
     assert sorted(p.name for p in target.iterdir()) == sorted(
-        list(reference.KEPT) + ["charts", compare.STEP_TIMES])
+        list(reference.KEPT) + ["charts", estimate.STEP_TIMES])
     assert [p.name for p in (target / "charts").iterdir()] == ["a.png"]
+    # A run whose report wrote scaling.json publishes it too: its hash table sizes
+    # come from boot consoles the reference does not keep.
+    (run / "scaling.json").write_text("{}")
+    target = reference.publish(layout, run)
+    assert (target / "scaling.json").read_text() == "{}"
 
 
 def test_staleness_follows_patch_contents(layout):
@@ -51,24 +57,27 @@ def test_reference_step_times_estimate_a_fresh_clone(layout, tmp_path):
         (run / name).write_text("r")
     (run / "charts").mkdir()
     history = ["create-unlink", "tmpfs", "perf", "tcg", 2]
+    boot = layout.boot_dir("b1")
+    boot.mkdir(parents=True)
+    (boot / "host.json").write_text("{}")
     for n, wall in enumerate((4.0, 5.0, 9.0)):
-        compare.store_cell(layout, f"mainline-perf-tcg-2-{n + 1}",
-                           {"wall_s": wall, "history": history, "rows": []})
-    fresh = compare.StepTimes(layout)
+        CellStore(layout).put(f"mainline-perf-tcg-2-{n + 1}",
+                              StoredCell("x", "boots/b1", f"s0{n + 1}", 0, wall, history))
+    fresh = estimate.StepTimes(layout)
     assert fresh.step(tuple(history)) == 5.0
     reference.publish(layout, run)
-    (item,) = json.loads((reference.directory(layout) / compare.STEP_TIMES).read_text())
+    (item,) = json.loads((reference.directory(layout) / estimate.STEP_TIMES).read_text())
     assert item == {"history": history, "median_s": 5.0, "cells": 3}
 
     # A clone without cells estimates from the reference, then learns.
-    for path in compare.cells_dir(layout).iterdir():
+    for path in layout.cells.iterdir():
         path.unlink()
-    times = compare.StepTimes(layout)
+    times = estimate.StepTimes(layout)
     assert times.step(tuple(history)) == 5.0
     assert times.step(("fstree", "tmpfs", "perf", "tcg", 2)) == 5.0  # same kind of boot
     # The same workload on another kind of boot (-icount at 1 vCPU) takes about as long.
     assert times.step(("create-unlink", "tmpfs", "perf", "tcg-icount", 1)) == 5.0
-    assert times.step(("fstree", "tmpfs", "debug", "tcg", 1)) == compare.UNKNOWN_STEP_S
+    assert times.step(("fstree", "tmpfs", "debug", "tcg", 1)) == estimate.UNKNOWN_STEP_S
     times.add(("fstree", "tmpfs", "debug", "tcg", 1), 60.0)
     assert times.step(("fstree", "tmpfs", "debug", "tcg", 1)) == 60.0
 
@@ -82,7 +91,7 @@ def test_step_times_come_from_the_checkouts_reference_when_results_are_elsewhere
     history = ["fstree", "ext4", "debug", "tcg", 1]
     committed = layout.repo / "results" / "reference"
     committed.mkdir(parents=True)
-    (committed / compare.STEP_TIMES).write_text(json.dumps(
+    (committed / estimate.STEP_TIMES).write_text(json.dumps(
         [{"history": history, "median_s": 7.5, "cells": 4}]))
     assert layout.results != layout.repo / "results"
-    assert compare.StepTimes(layout).step(tuple(history)) == 7.5
+    assert estimate.StepTimes(layout).step(tuple(history)) == 7.5

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import icache
+from harness import host, lockorder
 from harness.analysis import cs_validation
 from harness.boot import measure, tcg_cs
 from harness.guest import plan, workloads
@@ -19,6 +19,7 @@ from harness.layout import REPO_ROOT
 from harness.parsers import tcg_cs as parser
 
 DATA = Path(__file__).resolve().parent.parent / "test_data" / "tcg-cs"
+MAINLINE = lockorder.parse(lockorder.MAINLINE_FILE)
 CAPTURED = DATA / "captured-mainline-default.out"
 
 
@@ -82,9 +83,9 @@ def test_unterminated_last_line_of_a_killed_qemu_is_dropped():
 def _create_unlink_figures() -> dict[tuple[str, str], float]:
     create = workloads.parse(REPO_ROOT / "workloads" / "create-unlink.wl")
     step = plan.make_steps([(create, "tmpfs", 1)])[0]
-    numbers = measure.StepNumbers(0, (measure.Figure("create-unlink", "", "ops", 2000,
-                                                     "create+unlink"),), None, "")
-    numbers = tcg_cs.with_figures(numbers, step, captured(), icache.DEFAULT_PATTERNS)
+    numbers = measure.StepNumbers(0, False, (measure.Figure("create-unlink", "", "ops", 2000,
+                                                            "create+unlink"),), None, "")
+    numbers = tcg_cs.with_figures(numbers, step, captured(), MAINLINE)
     assert numbers.error == ""
     return {(f.lock, f.metric): f.value for f in numbers.figures}
 
@@ -111,16 +112,17 @@ def test_figures_of_tmpfs_create_unlink_match_lock_stats_exact_counts():
 def test_a_step_without_its_window_is_an_error():
     create = workloads.parse(REPO_ROOT / "workloads" / "create-unlink.wl")
     step = plan.Step("s99", create, "tmpfs", 1)
-    numbers = measure.StepNumbers(0, (measure.Figure("create-unlink", "", "ops", 10, "op"),),
-                                  None, "")
-    numbers = tcg_cs.with_figures(numbers, step, captured(), icache.DEFAULT_PATTERNS)
+    numbers = measure.StepNumbers(0, False,
+                                  (measure.Figure("create-unlink", "", "ops", 10, "op"),), None, "")
+    numbers = tcg_cs.with_figures(numbers, step, captured(), MAINLINE)
     assert numbers.error == "tcg-cs: no plugin window for phase create-unlink"
 
 
 def test_inode_hash_table_bit_locks_are_the_hash_role():
-    roles = tcg_cs.role_patterns(icache.DEFAULT_PATTERNS)
-    assert icache.role_of("Inode-cache", roles) == "hash"
-    assert icache.role_of("Dentry cache", roles) is None
+    roles = tcg_cs.with_tables(MAINLINE)
+    assert roles.role_of("Inode-cache") == "hash"
+    assert roles.role_of("Dentry cache") is None
+    assert MAINLINE.role_of("Inode-cache") is None  # the lock-order itself is left alone
 
 
 def objdump(name: str) -> list[cs_validation.Insn]:
@@ -194,31 +196,31 @@ def test_summary_agreement_pairs_the_plugin_with_one_vcpu_lock_stat():
 
 
 def test_compare_runs_tcg_cs_boots_per_kernel_and_repetition_under_tcg_only():
-    from harness.run import compare
-    m = compare.Matrix(kernels=["mainline", "base"], cpus=[1, 2], workloads=[], repeat=1,
-                       cs_repeat=2)
+    from harness.run import matrix
+    m = matrix.Matrix(kernels=["mainline", "base"], cpus=[1, 2], workloads=[], repeat=1,
+                      cs_repeat=2)
     cs = [b for b in m.boots("tcg") if b.mode == tcg_cs.MODE]
     assert [(b.kernel, b.flavour, b.cpus, b.repetition) for b in cs] == [
         ("mainline", "perf", 1, 1), ("base", "perf", 1, 1),
         ("mainline", "perf", 1, 2), ("base", "perf", 1, 2)]
-    assert compare.image_of(cs[0]) == ("mainline", tcg_cs.IMAGE)
-    assert compare.image_of(compare.BootConfig("base", "perf", "tcg", 2, 1)) == ("base", "perf")
+    assert matrix.image_of(cs[0]) == ("mainline", tcg_cs.IMAGE)
+    assert matrix.image_of(matrix.BootConfig("base", "perf", "tcg", 2, 1)) == ("base", "perf")
     assert not [b for b in m.boots("kvm") if b.mode == tcg_cs.MODE]
-    debug_only = compare.Matrix(kernels=["mainline"], cpus=[1], workloads=[], repeat=1,
-                                cs_repeat=2, flavours=("debug",))
+    debug_only = matrix.Matrix(kernels=["mainline"], cpus=[1], workloads=[], repeat=1,
+                               cs_repeat=2, flavours=("debug",))
     assert not [b for b in debug_only.boots("tcg") if b.mode == tcg_cs.MODE]
 
 
 def test_a_changed_plugin_measures_its_cells_anew(tmp_path, monkeypatch):
     from harness.kernels import kbuild
-    from harness.run import compare
+    from harness.run import matrix
     create = workloads.parse(REPO_ROOT / "workloads" / "create-unlink.wl")
     image = kbuild.KernelImage("base", "perf", "k1", tmp_path)
-    config = compare.BootConfig("base", "perf", tcg_cs.MODE, 1, 1)
+    config = matrix.BootConfig("base", "perf", tcg_cs.MODE, 1, 1)
 
     def key():
-        return compare.cell_key(image, Path("initramfs-a.cpio"), config, create, "ext4", 1,
-                                "tcg")
+        return matrix.cell_key(image, "guest-a", config, create, "ext4", 1,
+                               host.Machine("Some CPU", 2, "tcg"))
     before = key()
     monkeypatch.setattr(tcg_cs, "plugin_digest", lambda: "another plugin")
     assert key() != before

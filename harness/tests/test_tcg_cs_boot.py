@@ -22,9 +22,9 @@ def test_mainline_tcg_cs_boot_measures_critical_sections(tmp_path):
     files = initramfs.prepare(layout)
     create = workloads.load_all(layout.workloads)["create-unlink"]
     steps = plan.make_steps([(create, "tmpfs", 1)])
-    patterns = lockorder.patterns_for(layout, "mainline")
-    machine = tcg_cs.machine(layout, image, tmp_path, patterns)
-    record = runner.run_boot(image, files, machine, steps, tmp_path, "tcg-cs test", patterns)
+    order = lockorder.for_kernel(layout, "mainline")
+    machine = tcg_cs.machine(layout, image, tmp_path, order)
+    record = runner.run_boot(image, files, machine, steps, tmp_path, "tcg-cs test", order)
     assert record.status == "ok", record
     [outcome] = record.steps
     figures = {(f.lock, f.metric): f.value for f in outcome.numbers.figures}

@@ -29,7 +29,7 @@ def test_good_declaration(tmp_path):
     assert w.filesystems == ("tmpfs", "ext4")
     assert w.procs_for(2) == [1, 2]
     assert w.procs_for(1) == [1]
-    assert w.command(procs=2, cpus=2, fs="ext4", prefix="/tmp/s01") == \
+    assert w.command(procs=2, cpus=2, fs="ext4", dev="/dev/vda", prefix="/tmp/s01") == \
         "createunlink -p 2 -n 10 -L /tmp/s01 /mnt/work"
 
 

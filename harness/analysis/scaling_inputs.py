@@ -1,0 +1,260 @@
+"""The scaling model's inputs, taken from a run: per kernel and workload case,
+each icache lock role's acquisitions, hold time and scope, and the rest of an
+operation.
+
+Where each number comes from (docs/scaling-model.md has the reasoning):
+
+  acquisitions per op   debug kernel, 1 vCPU, lock_stat (exact counts)
+  instructions per op   perf kernel, mode "tcg-cs", metric instructions_per_op
+                        (guest instructions counted by the critical-section
+                        plugin); fallback: the 1-vCPU -icount rate, where
+                        QEMU's shift=2 makes every guest instruction 4 ns of
+                        virtual time, so instructions/op = 1 / (ops/s * 4 ns)
+  hold per acquisition  perf kernel, mode "tcg-cs", metric
+                        cs_instructions_per_acq; fallback: the share of a
+                        debug operation's time the role was held
+                        (holdtime_avg * debug ops/s), which lockdep's
+                        bookkeeping inside every critical section inflates
+  scope, instances      the kernel's lock-scope file; per-bucket counts from
+                        the boot console ("Inode-cache hash table entries")
+  real nanoseconds      instructions * ns_per_insn, a named knob
+
+Holds are kept as shares of one operation's time, so one set of inputs gives
+the profile of any time base: the real machine (instructions * ns/insn), the
+perf kernel under TCG (1 / TCG ops/s) or the debug kernel (1 / debug ops/s).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import lockscope
+from harness.analysis import evidence
+from harness.analysis.queueing import Lock, Profile
+from harness.layout import Layout
+from harness.parsers import hash_tables
+from harness.run.tidy import Row
+
+# -icount shift=2: 2^2 ns of virtual time per guest instruction.
+ICOUNT_NS_PER_INSN = 4.0
+# Real-machine knobs, their defaults and bands (docs/scaling-model.md, "Knobs").
+NS_PER_INSN = 0.4
+NS_PER_INSN_BAND = (0.2, 1.0)
+HANDOFF_NS = 100.0
+HANDOFF_BAND = (50.0, 200.0)
+
+CS_MODE = "tcg-cs"
+SCALING_JSON = "scaling.json"
+FALLBACK_INSN = "instructions/op from the 1-vCPU -icount rate (fallback: no tcg-cs counts)"
+FALLBACK_HOLD = ("hold per acquisition as its share of a debug-kernel operation (fallback: "
+                 "no tcg-cs counts; lockdep's bookkeeping inside critical sections inflates it)")
+CS_INSN = "instructions/op counted by the tcg-cs plugin"
+CS_HOLD = "critical-section instructions counted by the tcg-cs plugin"
+
+
+class InputError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class RoleInput:
+    role: str
+    acquisitions_per_op: float
+    debug_share: float  # hold per acquisition / one debug operation's time
+    cs_share: float | None  # critical-section instructions / instructions per op
+    scope: lockscope.RoleScope
+    instances: int | None  # None: private scope, or bucket count unknown
+
+    def share(self, production: bool) -> float:
+        return self.cs_share if production and self.cs_share is not None else self.debug_share
+
+
+@dataclass(frozen=True)
+class CaseInputs:
+    kernel: str
+    case: evidence.Case
+    unit: str
+    roles: tuple[RoleInput, ...]
+    insn_per_op: float | None
+    insn_source: str
+    hold_source: str
+    debug_ops_per_s: float
+    notes: tuple[str, ...]
+
+    def profile(self, op_ns: float, *, production: bool) -> Profile:
+        """The lock profile of one operation lasting op_ns at 1 CPU.
+
+        production: shares from the tcg-cs counts when there are any, and bit
+        locks where the scope says so (the debug kernel wraps them in spinlocks).
+        """
+        locks, locked = [], 0.0
+        for r in self.roles:
+            if r.scope.under or r.acquisitions_per_op <= 0:
+                continue  # its time is inside the serialising role's hold
+            hold = r.share(production) * op_ns
+            locked += r.acquisitions_per_op * hold
+            queued = r.scope.shared and r.instances is not None
+            locks.append(Lock(r.role, r.acquisitions_per_op, hold,
+                              instances=r.instances if queued else 1,
+                              kind="bitlock" if production and r.scope.bitlock else "qspinlock",
+                              shared=queued))
+        think = op_ns - locked
+        if think < 0:
+            raise InputError(f"{self.kernel} {self.case.label}: the locks' hold time "
+                             f"({locked:.0f} ns) exceeds the operation ({op_ns:.0f} ns)")
+        return Profile(think, tuple(locks))
+
+    def machine_profile(self, ns_per_insn: float = NS_PER_INSN) -> Profile:
+        if self.insn_per_op is None:
+            raise InputError(f"{self.kernel} {self.case.label}: no instructions per op "
+                             "(neither tcg-cs nor -icount rows)")
+        return self.profile(self.insn_per_op * ns_per_insn, production=True)
+
+    def debug_profile(self) -> Profile:
+        return self.profile(1e9 / self.debug_ops_per_s, production=False)
+
+
+def _ok(rows: list[Row]) -> list[Row]:
+    return [r for r in rows if r.status in ("ok", "warning")]
+
+
+def _means(rows: list[Row], **match) -> dict[str, float]:
+    """lock -> mean value over the rows matching every field given."""
+    values: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        if all(getattr(r, k) == v for k, v in match.items()):
+            values[r.lock].append(r.value)
+    return {k: sum(v) / len(v) for k, v in values.items()}
+
+
+def _case_match(case: evidence.Case) -> dict:
+    return {"workload": case.workload, "fs": case.fs, "phase": case.phase}
+
+
+# -- hash table sizes from the boots' consoles ---------------------------------------------
+
+_HEADER = re.compile(r"^# kernel (?P<kernel>\S+) \((?P<key>[^)]*)\), (?P<flavour>\w+),", re.M)
+
+
+def boot_kernel(boot_dir: Path) -> tuple[str, str] | None:
+    """(kernel, flavour) of a boot folder: from a compare boot's plan.sh header,
+    or from a manual boot's summary.json image folder (KERNEL-FLAVOUR-KEY)."""
+    plan = boot_dir / "plan.sh"
+    if plan.exists():
+        match = _HEADER.search(plan.read_text(errors="replace"))
+        if match:
+            return match.group("kernel"), match.group("flavour")
+    summary = boot_dir / "summary.json"
+    if summary.exists():
+        image = Path(json.loads(summary.read_text()).get("image", "")).name
+        parts = image.rsplit("-", 2)
+        if len(parts) == 3:
+            return parts[0], parts[1]
+    return None
+
+
+@dataclass(frozen=True)
+class TableSize:
+    entries: int
+    source: str  # the boot folder whose console announced it
+
+
+def hash_table_sizes(run_dir: Path) -> dict[str, dict[str, TableSize]]:
+    """kernel -> table -> size, from the consoles of the run's boots (perf boots
+    preferred: the production kernel's table), else as an earlier report of
+    this run recorded them in scaling.json."""
+    found: dict[str, dict[str, TableSize]] = {}
+    boots = run_dir / "boots"
+    for boot in sorted(boots.iterdir()) if boots.is_dir() else []:
+        owner = boot_kernel(boot)
+        console = boot / "console.log"
+        if owner is None or not console.exists():
+            continue
+        kernel, flavour = owner
+        for table, entries in hash_tables.parse(console.read_text(errors="replace")).items():
+            known = found.setdefault(kernel, {}).get(table)
+            if known is None or flavour == "perf":
+                found[kernel][table] = TableSize(entries, f"console of boot {boot.name}")
+    recorded = run_dir / SCALING_JSON
+    if recorded.exists():
+        for kernel, tables in json.loads(recorded.read_text()).get("hash_tables", {}).items():
+            for table, item in tables.items():
+                found.setdefault(kernel, {}).setdefault(
+                    table, TableSize(item["entries"], item["source"]))
+    return found
+
+
+# -- inputs per kernel and case --------------------------------------------------------------
+
+def case_inputs(layout: Layout, rows: list[Row], tables: dict[str, dict[str, TableSize]],
+                kernel: str, case: evidence.Case) -> CaseInputs | None:
+    """The inputs of one kernel and case, or None when the run lacks the debug
+    1-vCPU lock figures or throughput they need."""
+    ok = _ok(rows)
+    m = _case_match(case)
+    debug = dict(kernel=kernel, flavour="debug", cpus=1, procs=1, **m)
+    acquisitions = _means(ok, metric="acquisitions_per_op", **debug)
+    holds_us = _means(ok, metric="holdtime_avg", **debug)
+    debug_rate = _means(ok, metric="throughput", lock="", **debug).get("")
+    if not acquisitions or not debug_rate:
+        return None
+    unit = next((r.unit for r in ok if r.metric == "throughput" and r.kernel == kernel
+                 and (r.workload, r.fs, r.phase) == (case.workload, case.fs, case.phase)), "")
+    scope_file = lockscope.load_for(layout, kernel)
+    cs = dict(kernel=kernel, flavour="perf", mode=CS_MODE, cpus=1, **m)
+    cs_insn = _means(ok, metric="instructions_per_op", **cs).get("")
+    cs_holds = {k: v for k, v in _means(ok, metric="cs_instructions_per_acq", **cs).items() if k}
+    icount_rate = _means(ok, metric="throughput", lock="", kernel=kernel, flavour="perf",
+                         mode="tcg-icount", cpus=1, procs=1, **m).get("")
+    if cs_insn:
+        insn, insn_source = cs_insn, CS_INSN
+    elif icount_rate:
+        insn, insn_source = 1.0 / (icount_rate * ICOUNT_NS_PER_INSN * 1e-9), FALLBACK_INSN
+    else:
+        insn, insn_source = None, "no instructions per op in this run"
+    notes = []
+    roles = []
+    for role, count in acquisitions.items():
+        if not role:
+            continue
+        scope = scope_file.roles.get(role)
+        if scope is None:
+            raise lockscope.LockScopeError(
+                f"{scope_file.path}: role {role} was measured in {kernel} but is not declared")
+        if scope.scope == "per-bucket":
+            size = tables.get(kernel, {}).get(scope.table)
+            instances = size.entries if size else None
+            if size is None:
+                notes.append(f"{role}: no console of {kernel} gave the {scope.table} hash "
+                             "table size; its buckets are modelled as never contended")
+        else:
+            instances = 1 if scope.shared else None
+        cs_share = cs_holds[role] / insn if role in cs_holds and insn else None
+        roles.append(RoleInput(role, count, holds_us.get(role, 0.0) * 1e-6 * debug_rate,
+                               cs_share, scope, instances))
+    counted = [r.role for r in roles if r.cs_share is not None]
+    if not counted:
+        hold_source = FALLBACK_HOLD
+    elif len(counted) == len(roles):
+        hold_source = CS_HOLD
+    else:
+        hold_source = (f"{CS_HOLD} for {', '.join(counted)}; for the other roles "
+                       f"{FALLBACK_HOLD}")
+    return CaseInputs(kernel, case, unit, tuple(roles), insn, insn_source, hold_source,
+                      debug_rate, tuple(notes))
+
+
+def run_inputs(layout: Layout, run_dir: Path, rows: list[Row],
+               kernels: list[str]) -> list[CaseInputs]:
+    tables = hash_table_sizes(run_dir)
+    out = []
+    for case in evidence.cases(rows):
+        for kernel in kernels:
+            inputs = case_inputs(layout, rows, tables, kernel, case)
+            if inputs:
+                out.append(inputs)
+    return out

@@ -1,0 +1,51 @@
+"""The guest protocol: what the host and the guest's shell agree on, in one place.
+
+The console (ttyS0) carries human-readable progress lines that start with
+MARK; the host times steps by them. Results travel on a virtio-serial port
+named RESULTS_PORT, as records (see boot/channel.py). The plan reaches the
+guest through QEMU's fw_cfg as PLAN_FW_CFG. Each filesystem under test is
+mounted on WORK_DIR; disk-backed ones are virtio disks attached in the
+order of DISK_FILESYSTEMS, so their device names follow from which of them
+a boot needs.
+
+The guest's shell library (rootfs/inode-duel.sh) reads these values from
+/lib/inode-duel-protocol.sh, which shell_definitions() writes into the
+initramfs: nothing here is spelled twice.
+"""
+
+from __future__ import annotations
+
+import re
+
+MARK = "inode-duel:"
+INIT_STARTED = f"{MARK} init started"
+PLAN_FINISHED = f"{MARK} plan finished"
+PLAN_FW_CFG = "opt/inode-duel/plan"
+RESULTS_PORT = "inode-duel.results"
+WORK_DIR = "/mnt/work"
+MEMORY_FILESYSTEMS = ("tmpfs",)
+DISK_FILESYSTEMS = ("ext4", "xfs")
+FILESYSTEMS = MEMORY_FILESYSTEMS + DISK_FILESYSTEMS
+
+# "inode-duel: step s01 begin: CMD" and "inode-duel: step s01 end: exit 0"
+STEP_MARK = re.compile(re.escape(MARK) + r" step (\S+) (begin|end)")
+
+
+def step_mark(line: str) -> tuple[str, str] | None:
+    """(step id, "begin" or "end") if the console line is a step marker."""
+    found = STEP_MARK.search(line)
+    return (found.group(1), found.group(2)) if found else None
+
+
+def disk_devices(filesystems: set[str] | list[str]) -> dict[str, str]:
+    """The guest device of each disk a boot attaches: /dev/vda, /dev/vdb, ..."""
+    needed = [fs for fs in DISK_FILESYSTEMS if fs in filesystems]
+    return {fs: f"/dev/vd{chr(ord('a') + i)}" for i, fs in enumerate(needed)}
+
+
+def shell_definitions() -> str:
+    """/lib/inode-duel-protocol.sh: the values above for the guest's shell."""
+    values = {"MARK": MARK, "PLAN_FW_CFG": PLAN_FW_CFG, "RESULTS_PORT": RESULTS_PORT,
+              "WORK_DIR": WORK_DIR}
+    return ("# Generated from harness/guest/protocol.py: the host's side of the protocol.\n"
+            + "".join(f"{name}='{value}'\n" for name, value in values.items()))

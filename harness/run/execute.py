@@ -1,0 +1,199 @@
+"""Measuring a run: boot what is pending, store each cell, rerun what a busy host spoiled.
+
+The boots themselves are an executor's job. LocalExecutor boots them one
+after the other on this machine; another executor (a cluster's) only has
+to run the same BootJobs and hand back their records. Everything else, the
+rerun policy, the cell store, the progress and the estimate, is here and
+the same for all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Protocol
+
+from harness import lockorder, progress
+from harness.boot import qemu, runner, tcg_cs
+from harness.guest import initramfs, plan, protocol
+from harness.kernels.kbuild import LOCKDEP_FLAVOURS, KernelImage
+from harness.layout import Layout
+from harness.run import tidy
+from harness.run.cells import CellStore, StoredCell, rows_for
+from harness.run.estimate import StepTimes
+from harness.run.matrix import BootConfig, Cell
+
+DISTURBED_CORES = 0.25  # other processes' average CPU use (cores) that spoils a timed step
+
+
+@dataclass
+class BootJob:
+    """One boot to run: a configuration and the cells it measures."""
+    config: BootConfig
+    image: KernelImage
+    cells: list[Cell]
+    boot_id: str
+    directory: Path
+    order: lockorder.LockOrder
+
+    @property
+    def steps(self) -> list[plan.Step]:
+        return plan.make_steps([(c.workload, c.fs, c.procs) for c in self.cells])
+
+    @property
+    def header(self) -> str:
+        c = self.config
+        return (f"inode-duel boot {self.boot_id}\nkernel {c.kernel} ({self.image.key}), "
+                f"{c.flavour}, {c.mode}, {c.cpus} vCPUs")
+
+
+class Watch(Protocol):
+    """What an executor reports while it runs boots."""
+
+    def boot_started(self, job: BootJob) -> None: ...
+
+    def console_line(self, job: BootJob, line: str) -> None: ...
+
+
+class Executor(Protocol):
+    def run(self, jobs: list[BootJob], watch: Watch) -> Iterator[tuple[BootJob,
+                                                                        runner.BootRecord]]: ...
+
+
+def job_machine(layout: Layout, job: BootJob, accel: str) -> qemu.Machine:
+    """The machine of a boot; a tcg-cs one carries the plugin configured for its folder."""
+    if job.config.mode == tcg_cs.MODE:
+        return tcg_cs.machine(layout, job.image, job.directory, job.order)
+    return job.config.machine(accel)
+
+
+@dataclass
+class LocalExecutor:
+    """Boots on this machine, one at a time (two guests would time each other)."""
+    files: initramfs.GuestFiles
+    accel: str
+    layout: Layout
+
+    def run(self, jobs: list[BootJob], watch: Watch):
+        for job in jobs:
+            watch.boot_started(job)
+            record = runner.run_boot(job.image, self.files,
+                                     job_machine(self.layout, job, self.accel),
+                                     job.steps, job.directory, job.header, job.order,
+                                     on_line=lambda line, job=job: watch.console_line(job, line))
+            yield job, record
+
+
+def disturbed(outcome: runner.StepOutcome) -> bool:
+    if outcome.wall_s is None or outcome.others_cpu_s is None or outcome.wall_s <= 0:
+        return False
+    return outcome.others_cpu_s / outcome.wall_s > DISTURBED_CORES
+
+
+@dataclass
+class Measured:
+    rows: list[tidy.Row] = field(default_factory=list)
+    edges: dict[str, set[lockorder.Edge]] = field(default_factory=dict)
+    boots: list[runner.BootRecord] = field(default_factory=list)
+    reruns: int = 0
+
+
+@dataclass
+class _Progress:
+    """The progress lines of the measuring: boot i of n, cell j of m, time left."""
+    times: StepTimes
+    total_cells: int
+    boots: progress.Steps
+    on_line: object = None
+    done_cells: int = 0
+    left_at_start: float = 0.0
+    started: float = 0.0
+    pending_after: float = 0.0
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def boot_started(self, job: BootJob) -> None:
+        self.started = time.monotonic()
+        self.left_at_start = self.times.boot(job.cells) + self.pending_after
+        self.labels = {step.id: step.label for step in job.steps}
+        self.boots.start(f"{job.config.label}: {len(job.cells)} steps", left_s=self.left_at_start)
+
+    def console_line(self, job: BootJob, line: str) -> None:
+        mark = protocol.step_mark(line)
+        if mark and mark[1] == "begin" and mark[0] in self.labels:
+            index = self.done_cells + list(self.labels).index(mark[0]) + 1
+            left = max(0.0, self.left_at_start - (time.monotonic() - self.started))
+            progress.say(f"  cell {index}/{self.total_cells}: {self.labels[mark[0]]} "
+                         f"(about {progress.format_duration(left)} left)")
+        if self.on_line:
+            self.on_line(line)
+
+
+def link_tree(source: Path, target: Path) -> None:
+    if target.exists():
+        return
+    shutil.copytree(source, target, copy_function=os.link)
+
+
+def measure(layout: Layout, pending: list[tuple[BootConfig, KernelImage, list[Cell]]],
+            orders: dict[str, lockorder.LockOrder], run_dir: Path, executor: Executor,
+            times: StepTimes, max_reruns: int, on_line=None) -> Measured:
+    """Boot every pending configuration; store each cell; rerun disturbed timed steps."""
+    store = CellStore(layout)
+    result = Measured()
+    reruns: dict[str, int] = {}
+    total_cells = sum(len(cells) for _, _, cells in pending)
+    watch = _Progress(times, total_cells, progress.Steps(len(pending), "boot"), on_line)
+    attempts_left = len(pending) * (max_reruns + 2)
+    while pending and attempts_left > 0:
+        # Named when planned; one batch holds each configuration once, so
+        # the slug keeps them apart.
+        stamp = time.strftime('%Y%m%d-%H%M%S')
+        while any(layout.boot_dir(f"{stamp}-{c.slug}").exists() for c, _, _ in pending):
+            stamp += "b"
+        jobs = [BootJob(config, image, cells, f"{stamp}-{config.slug}",
+                        layout.boot_dir(f"{stamp}-{config.slug}"), orders[config.kernel])
+                for config, image, cells in pending]
+        pending = []
+        watch.pending_after = times.estimate([job.cells for job in jobs])
+        for job, record in executor.run(jobs, watch):
+            attempts_left -= 1
+            watch.pending_after -= times.boot(job.cells)
+            result.boots.append(record)
+            progress.say(f"  {job.config.label}: {record.status} in {record.wall_s:.0f}s"
+                         + (f" ({len(record.reports)} kernel reports)" if record.reports else "")
+                         + (f"; {len(record.damaged)} damaged records" if record.damaged
+                            else ""))
+            edges = lockorder.edges_of_boot(job.directory, job.order) \
+                if job.config.flavour in LOCKDEP_FLAVOURS else []
+            retry: list[Cell] = []
+            for cell, outcome in zip(job.cells, record.steps):
+                done = reruns.get(cell.key, 0)
+                timed = (job.config.flavour == "perf"
+                         and job.config.mode not in ("tcg-icount", tcg_cs.MODE))
+                if outcome.status == "not-run":
+                    retry.append(cell)
+                    continue
+                if timed and disturbed(outcome) and done < max_reruns:
+                    progress.say(f"  {cell.label}: host busy ({outcome.others_cpu_s:.1f} CPU s "
+                                 f"of others in {outcome.wall_s:.1f}s), will rerun")
+                    reruns[cell.key] = done + 1
+                    result.reruns += 1
+                    retry.append(cell)
+                    continue
+                store.put(cell.key, StoredCell(
+                    cell.label, str(job.directory.relative_to(layout.results)), outcome.step,
+                    done, outcome.wall_s, list(cell.history)))
+                times.add(cell.history, outcome.wall_s)
+                result.rows += rows_for(cell, outcome, done)
+                result.edges.setdefault(job.config.kernel, set()).update(edges)
+            watch.done_cells += len(job.cells)
+            link_tree(job.directory, run_dir / "boots" / job.boot_id)
+            watch.boots.finish()
+            if retry:
+                pending.append((job.config, job.image, retry))
+                watch.boots.total += 1
+                watch.total_cells += len(retry)
+    return result

@@ -1,0 +1,88 @@
+"""Finishing a run: its tidy table, lock-order conformance, manifest and the lock orders it used.
+
+The run folder then holds everything the report reads: nothing is looked up
+in the checkout again, so a report regenerated later describes the run as
+it was (lock-order/ keeps a copy of every kernel's lock-order file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+from harness import host, lockorder
+from harness.boot import runner
+from harness.kernels.kbuild import KernelImage
+from harness.layout import Layout
+from harness.run import tidy
+from harness.run.matrix import Matrix
+
+LOCK_ORDERS = "lock-order"
+
+
+def lock_order_copy(run_dir: Path, kernel: str) -> Path:
+    """Where a run keeps the lock-order file a kernel was judged by."""
+    return run_dir / LOCK_ORDERS / f"{kernel}.lock-order"
+
+
+def write_lock_orders(run_dir: Path, orders: dict[str, lockorder.LockOrder]) -> None:
+    (run_dir / LOCK_ORDERS).mkdir(parents=True, exist_ok=True)
+    for kernel, order in orders.items():
+        shutil.copyfile(order.path, lock_order_copy(run_dir, kernel))
+
+
+def write_conformance(layout: Layout, run_dir: Path, orders: dict[str, lockorder.LockOrder],
+                      edges: dict[str, set[lockorder.Edge]]) -> None:
+    """Per kernel: the icache edges lockdep saw, and those its lock-order does not allow."""
+    out = {}
+    for kernel, seen in sorted(edges.items()):
+        order = orders[kernel]
+        out[kernel] = {
+            "lock_order_file": str(order.path.relative_to(layout.repo)),
+            "edges": sorted(list(e) for e in seen),
+            "role_edges": sorted({(e[2], e[3]) for e in seen}),
+            "violations": sorted(list(e) for e in order.violations(sorted(seen))),
+        }
+    (run_dir / "lockorder.json").write_text(json.dumps(out, indent=1) + "\n")
+
+
+def write_manifest(layout: Layout, run_dir: Path, matrix: Matrix,
+                   images: dict[tuple[str, str], KernelImage], machine: host.Machine,
+                   wall_s: float, boots: list[runner.BootRecord], reruns: int) -> None:
+    kernels = {}
+    for (kernel, flavour), image in images.items():
+        meta = image.meta
+        kernels.setdefault(kernel, {"kernel_version": meta["kernel_version"],
+                                    "package_version": meta["package_version"],
+                                    "patches": meta["patches"], "images": {}})
+        kernels[kernel]["images"][flavour] = {"key": image.key, "commit": meta["commit"]}
+    manifest = {
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "wall_seconds": round(wall_s, 1),
+        "accel": machine.accel,
+        "host": {"cpus": machine.cores, "cpu_model": machine.cpu_model, "machine": machine.id,
+                 "qemu": host.qemu_version(), "kernel": os.uname().release},
+        "matrix": {"kernels": matrix.kernels, "cpus": matrix.cpus,
+                   "workloads": [w.name for w in matrix.workloads], "repeat": matrix.repeat,
+                   "debug_repeat": matrix.debug_repeat, "icount_repeat": matrix.icount_repeat,
+                   "cs_repeat": matrix.cs_repeat,
+                   "flavours": list(matrix.flavours)},
+        "oversubscribed": [c for c in matrix.cpus if c > machine.cores],
+        "kernels": kernels,
+        "boots": [{"directory": str(b.directory.relative_to(layout.results)),
+                   "status": b.status, "wall_s": round(b.wall_s, 1),
+                   "to_init_s": b.to_init_s and round(b.to_init_s, 2),
+                   "reports": list(b.reports), "damaged": list(b.damaged)} for b in boots],
+        # Records that arrived incomplete or failed their checksum, in the
+        # boots this run measured: a correct transport keeps this at zero.
+        "damaged_records": sum(len(b.damaged) for b in boots),
+        "reruns": reruns,
+    }
+    (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+def write_table(rows: list[tidy.Row], run_dir: Path) -> None:
+    tidy.write(rows, run_dir / "tidy.tsv")

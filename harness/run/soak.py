@@ -1,0 +1,124 @@
+"""make soak: random mixes of every workload on the checking kernels until the time is up.
+
+Each boot draws a kernel, a checking flavour (debug, sanitize), a vCPU
+count and a shuffled mix of workload steps from a seeded random stream, so
+a soak can be replayed. Every boot is classified and kept under
+results/soak/<stamp>/boots/; the summary (summary.md and summary.json)
+counts boots and workload-hours per kernel and flavour, and lists the
+kernel reports by kind with the title of the first of each.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness import lockorder, progress
+from harness.boot import qemu, runner
+from harness.guest import initramfs, plan
+from harness.guest.workloads import Workload
+from harness.kernels import kbuild
+from harness.layout import Layout, slug
+
+SOAK_FLAVOURS = ("debug", "sanitize")
+SOAK_CPUS = (1, 2, 4)
+STEPS_PER_BOOT = (3, 8)  # a mix is this many workload steps, drawn at random
+
+
+@dataclass
+class Tally:
+    boots: int = 0
+    step_seconds: float = 0.0
+    statuses: Counter = field(default_factory=Counter)
+    reports: Counter = field(default_factory=Counter)  # kind -> count
+    first: dict[str, str] = field(default_factory=dict)  # kind -> "title (boot folder)"
+
+
+def parse_duration(text: str) -> float:
+    """'90s', '45m', '2h' or plain seconds."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    text = text.strip()
+    try:
+        if text and text[-1] in units:
+            return float(text[:-1]) * units[text[-1]]
+        return float(text)
+    except ValueError:
+        raise ValueError(f"duration {text!r}: expected e.g. 90s, 45m or 2h") from None
+
+
+def draw_mix(rng: random.Random, known: list[Workload], cpus: int) -> list[plan.Step]:
+    """A shuffled mix of workload steps for one boot."""
+    choices = [(w, fs, procs) for w in known for fs in w.filesystems
+               for procs in w.procs_for(cpus)]
+    count = min(len(choices), rng.randint(*STEPS_PER_BOOT))
+    return plan.make_steps(rng.sample(choices, count))
+
+
+def soak(layout: Layout, kernels: list[str], known: list[Workload], duration_s: float,
+         flavours: tuple[str, ...] = SOAK_FLAVOURS, cpus: tuple[int, ...] = SOAK_CPUS,
+         seed: int = 1, accel: str = "tcg", out: Path | None = None) -> Path:
+    out = out or layout.soaks / time.strftime("%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    files = initramfs.prepare(layout)
+    images = {}
+    for i, (kernel, flavour) in enumerate([(k, f) for k in kernels for f in flavours], 1):
+        progress.say(f"kernel {i}/{len(kernels) * len(flavours)}: {kernel}/{flavour}")
+        images[kernel, flavour] = kbuild.build(layout, kernel, flavour)
+    orders = {k: lockorder.for_kernel(layout, k) for k in kernels}
+    rng = random.Random(seed)
+    tallies: dict[tuple[str, str], Tally] = {}
+    started = time.monotonic()
+    deadline = started + duration_s
+    boots = []
+    n = 0
+    while time.monotonic() < deadline:
+        n += 1
+        kernel, flavour, vcpus = rng.choice(kernels), rng.choice(flavours), rng.choice(cpus)
+        steps = draw_mix(rng, known, vcpus)
+        boot_id = f"{n:04d}-{slug(kernel)}-{flavour}-c{vcpus}"
+        left = max(0.0, deadline - time.monotonic())
+        progress.say(f"soak boot {n}: {kernel}/{flavour} {vcpus} vCPUs, "
+                     f"{', '.join(s.label for s in steps)} "
+                     f"({progress.format_duration(left)} of {progress.format_duration(duration_s)}"
+                     f" left)")
+        record = runner.run_boot(images[kernel, flavour], files, qemu.Machine(accel, vcpus),
+                                 steps, out / "boots" / boot_id,
+                                 f"soak boot {n} (seed {seed})", orders[kernel])
+        tally = tallies.setdefault((kernel, flavour), Tally())
+        tally.boots += 1
+        tally.statuses[record.status] += 1
+        tally.step_seconds += sum(s.wall_s or 0.0 for s in record.steps)
+        for report in record.reports:
+            tally.reports[report["kind"]] += 1
+            tally.first.setdefault(report["kind"], f"{report['title']} ({boot_id})")
+        boots.append({"boot": boot_id, "kernel": kernel, "flavour": flavour, "cpus": vcpus,
+                      "status": record.status, "steps": [s.label for s in steps],
+                      "reports": list(record.reports), "damaged": list(record.damaged)})
+        progress.say(f"  {record.status} in {record.wall_s:.0f}s"
+                     + (f": {len(record.reports)} kernel reports" if record.reports else ""))
+        write_summary(out, tallies, boots, seed, time.monotonic() - started)
+    return out
+
+
+def write_summary(out: Path, tallies: dict[tuple[str, str], Tally], boots: list[dict],
+                  seed: int, wall_s: float) -> None:
+    lines = [f"# Soak, seed {seed}: {len(boots)} boots in {wall_s / 3600:.2f} h", "",
+             "| kernel | flavour | boots | workload-hours | boot status | reports by kind "
+             "(first title) |", "|---|---|---|---|---|---|"]
+    for (kernel, flavour), t in sorted(tallies.items()):
+        status = ", ".join(f"{s} {c}" for s, c in sorted(t.statuses.items()))
+        reports = "; ".join(f"{kind} {count} ({t.first[kind]})"
+                            for kind, count in sorted(t.reports.items())) or "0"
+        lines.append(f"| {kernel} | {flavour} | {t.boots} | {t.step_seconds / 3600:.2f} | "
+                     f"{status} | {reports} |")
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    (out / "summary.json").write_text(json.dumps({
+        "seed": seed, "wall_s": round(wall_s, 1),
+        "tallies": {f"{k}/{f}": {"boots": t.boots, "step_seconds": round(t.step_seconds, 1),
+                                 "statuses": dict(t.statuses), "reports": dict(t.reports),
+                                 "first": t.first} for (k, f), t in sorted(tallies.items())},
+        "boots": boots}, indent=1) + "\n")

@@ -1,0 +1,50 @@
+"""What the host hands the guest: the plan script and the QEMU command line."""
+
+from pathlib import Path
+
+from harness.boot import qemu
+from harness.guest import plan, protocol, workloads
+from harness.layout import REPO_ROOT
+
+KNOWN = workloads.load_all(REPO_ROOT / "workloads")
+
+
+def test_plan_runs_each_step_on_its_device_and_finishes():
+    create = KNOWN["create-unlink"]
+    steps = plan.make_steps([(create, "tmpfs", 2), (create, "xfs", 2), (create, "ext4", 1)])
+    script = plan.render(steps, 2, "boot x\nkernel y")
+    lines = script.splitlines()
+    assert lines[:2] == ["# boot x", "# kernel y"]
+    runs = [line.split()[:6] for line in lines if line.startswith("run_step ")]
+    # Disks are attached in protocol order (ext4, then xfs) whatever the step order.
+    assert runs == [["run_step", "s01", "tmpfs", "none", str(create.timeout_s), "1"],
+                    ["run_step", "s02", "xfs", "/dev/vdb", str(create.timeout_s), "1"],
+                    ["run_step", "s03", "ext4", "/dev/vda", str(create.timeout_s), "1"]]
+    assert f"-L /tmp/s02 {protocol.WORK_DIR}" in script
+    assert lines[-1] == "finish"
+
+
+def test_disk_devices_follow_protocol_order():
+    assert protocol.disk_devices({"xfs"}) == {"xfs": "/dev/vda"}
+    assert protocol.disk_devices({"tmpfs", "xfs", "ext4"}) == {"ext4": "/dev/vda",
+                                                               "xfs": "/dev/vdb"}
+
+
+def test_qemu_command_has_the_result_port_disks_and_accelerator(tmp_path):
+    spec = qemu.BootSpec(Path("/k/bzImage"), Path("/g/initramfs.cpio"), Path("/b/plan.sh"),
+                         qemu.Machine("tcg", 1, icount=True), 60,
+                         disks=(Path("/b/ext4.img"), Path("/b/xfs.img")))
+    cmd = qemu.command(spec, tmp_path / "results.raw")
+    joined = " ".join(cmd)
+    assert f"name={protocol.PLAN_FW_CFG},file=/b/plan.sh" in joined
+    assert f"file,id=results,path={tmp_path / 'results.raw'}" in joined
+    assert f"name={protocol.RESULTS_PORT}" in joined
+    assert "-serial stdio" in joined and cmd.count("-serial") == 1  # the console only
+    drives = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-drive"]
+    assert [d.split(",")[0] for d in drives] == ["file=/b/ext4.img", "file=/b/xfs.img"]
+    assert cmd[cmd.index("-icount") + 1] == qemu.ICOUNT
+    assert cmd[cmd.index("-accel") + 1] == "tcg"
+    kvm = qemu.command(qemu.BootSpec(Path("k"), Path("i"), Path("p"), qemu.Machine("kvm", 4),
+                                     60), tmp_path / "r")
+    assert kvm[kvm.index("-accel") + 1] == "kvm" and "-icount" not in kvm
+    assert kvm[kvm.index("-smp") + 1] == "4"

@@ -1,0 +1,172 @@
+"""The model's inputs from a run: sources, fallbacks, scopes, bucket counts; validation."""
+
+import dataclasses
+import json
+
+import pytest
+
+from harness import cli
+from harness.analysis import evidence, published, queueing, scaling_inputs
+from harness.analysis import scaling_validation
+from harness.layout import default_layout
+from harness.run import tidy
+
+CASE = evidence.Case("create-unlink", "tmpfs", "create-unlink")
+
+
+def row(kernel, flavour, mode, cpus, procs, lock, metric, value, rep=1, unit=""):
+    return tidy.Row(kernel, flavour, mode, CASE.workload, CASE.fs, cpus, procs, rep, CASE.phase,
+                    lock, metric, value, unit, "ok", f"{kernel}-{flavour}-{mode}-{cpus}-{rep}")
+
+
+def lock_rows(kernel, cpus, procs, rate, locks):
+    """Debug rows: throughput and (role, acquisitions/op, hold µs, contentions/op, wait µs/op)."""
+    out = [row(kernel, "debug", "tcg", cpus, procs, "", "throughput", rate, unit="op/s")]
+    for role, acq, hold, cont, wait in locks:
+        out += [row(kernel, "debug", "tcg", cpus, procs, role, "acquisitions_per_op", acq),
+                row(kernel, "debug", "tcg", cpus, procs, role, "holdtime_avg", hold),
+                row(kernel, "debug", "tcg", cpus, procs, role, "holdtime_per_op", acq * hold),
+                row(kernel, "debug", "tcg", cpus, procs, role, "contentions_per_op", cont),
+                row(kernel, "debug", "tcg", cpus, procs, role, "waittime_per_op", wait)]
+    return out
+
+
+def mainline_rows():
+    # 1000 debug ops/s: an operation is 1000 µs; sb_list 2 x 10 µs is 2% of it.
+    rows = lock_rows("mainline", 1, 1, 1000.0, [("sb_list", 2.0, 10.0, 0, 0),
+                                                 ("i_lock", 8.0, 5.0, 0, 0)])
+    rows += lock_rows("mainline", 2, 2, 1800.0, [("sb_list", 2.0, 10.0, 0.05, 0.4),
+                                                  ("i_lock", 8.0, 5.0, 0.0, 0.0)])
+    # -icount: 12500 ops/s is 80 µs of virtual time, 20,000 instructions at 4 ns.
+    rows.append(row("mainline", "perf", "tcg-icount", 1, 1, "", "throughput", 12500.0,
+                    unit="op/s"))
+    for rep, (one, two) in enumerate(((10000.0, 18000.0), (10200.0, 18400.0),
+                                      (9800.0, 17600.0)), 1):
+        rows.append(row("mainline", "perf", "tcg", 1, 1, "", "throughput", one, rep, "op/s"))
+        rows.append(row("mainline", "perf", "tcg", 2, 2, "", "throughput", two, rep, "op/s"))
+    return rows
+
+
+def test_fallback_inputs_are_derived_and_labelled(tmp_path):
+    inputs = scaling_inputs.case_inputs(default_layout(), mainline_rows(), {}, "mainline", CASE)
+    assert inputs.insn_per_op == pytest.approx(20000.0)
+    assert inputs.insn_source == scaling_inputs.FALLBACK_INSN
+    assert "lockdep" in inputs.hold_source and "fallback" in inputs.hold_source
+    profile = inputs.machine_profile(0.5)  # 10 µs per operation
+    locks = {lock.name: lock for lock in profile.locks}
+    assert locks["sb_list"].hold_ns == pytest.approx(0.01 * 10000)  # 10 µs of 1000 µs
+    assert locks["sb_list"].shared and not locks["i_lock"].shared
+    assert profile.think_ns == pytest.approx(10000 - 2 * 100 - 8 * 50)
+    assert queueing.solve(profile, 1).at(1).ops_per_s == pytest.approx(1e5)
+
+
+def test_tcg_cs_counts_replace_both_fallbacks():
+    rows = mainline_rows() + [
+        row("mainline", "perf", "tcg-cs", 1, 1, "", "instructions_per_op", 16000.0),
+        row("mainline", "perf", "tcg-cs", 1, 1, "sb_list", "cs_instructions_per_acq", 80.0),
+        row("mainline", "perf", "tcg-cs", 1, 1, "i_lock", "cs_instructions_per_acq", 40.0)]
+    inputs = scaling_inputs.case_inputs(default_layout(), rows, {}, "mainline", CASE)
+    assert inputs.insn_per_op == 16000.0 and inputs.insn_source == scaling_inputs.CS_INSN
+    assert inputs.hold_source == scaling_inputs.CS_HOLD
+    locks = {lock.name: lock for lock in inputs.machine_profile(0.5).locks}
+    assert locks["sb_list"].hold_ns == pytest.approx(40.0)
+    # The debug-time profile keeps lock_stat's shares: it is compared with lock_stat.
+    debug = {lock.name: lock for lock in inputs.debug_profile().locks}
+    assert debug["sb_list"].hold_ns == pytest.approx(10000.0)
+
+
+def test_nested_roles_and_bucket_counts_from_a_boot_console(tmp_path):
+    layout = default_layout()
+    run = tmp_path / "run"
+    boot = run / "boots" / "20261203-120000-chinner-perf-tcg-c1-r1"
+    boot.mkdir(parents=True)
+    (boot / "plan.sh").write_text("# inode-duel boot x\n# kernel chinner (abc), perf, tcg, "
+                                  "1 vCPUs\n")
+    (boot / "console.log").write_text(
+        "[    0.000000] Inode-cache hash table entries: 65536 (order: 7, 524288 bytes)\n")
+    tables = scaling_inputs.hash_table_sizes(run)
+    assert tables["chinner"]["Inode-cache"].entries == 65536
+    rows = mainline_rows() + [dataclasses.replace(r, kernel=k) for r in mainline_rows()
+                              for k in ("base", "chinner")]
+    rows += lock_rows("base", 1, 1, 1000.0, [("global", 3.0, 20.0, 0, 0)])
+    rows += lock_rows("chinner", 1, 1, 1000.0, [("hash", 2.0, 4.0, 0, 0)])
+    base = scaling_inputs.case_inputs(layout, rows, tables, "base", CASE)
+    names = [lock.name for lock in base.machine_profile().locks]
+    assert "sb_list" not in names and "global" in names  # sb_list is under global in base
+    chinner = scaling_inputs.case_inputs(layout, rows, tables, "chinner", CASE)
+    hash_lock = next(l for l in chinner.machine_profile().locks if l.name == "hash")
+    assert (hash_lock.instances, hash_lock.kind, hash_lock.shared) == (65536, "bitlock", True)
+    assert next(l for l in chinner.debug_profile().locks if l.name == "hash").kind == "qspinlock"
+    # No console for piggin-like kernels: the buckets never queue, and the inputs say so.
+    no_console = scaling_inputs.case_inputs(layout, rows, {}, "chinner", CASE)
+    assert not next(l for l in no_console.machine_profile().locks if l.name == "hash").shared
+    assert any("no console" in note for note in no_console.notes)
+
+
+def test_recorded_table_sizes_serve_a_run_without_boots(tmp_path):
+    (tmp_path / "scaling.json").write_text(json.dumps({"hash_tables": {"piggin": {
+        "Inode-cache": {"entries": 131072, "source": "console of boot b1"}}}}))
+    size = scaling_inputs.hash_table_sizes(tmp_path)["piggin"]["Inode-cache"]
+    assert (size.entries, size.source) == (131072, "console of boot b1")
+
+
+def test_two_cpu_contention_is_predicted_from_one_cpu_alone(tmp_path):
+    rows = mainline_rows()
+    inputs = scaling_inputs.run_inputs(default_layout(), tmp_path, rows, ["mainline"])
+    (check,) = [c for c in scaling_validation.lock_checks(rows, inputs) if c.role == "sb_list"]
+    # Closed form at N = 2 without hand-off: the other CPU holds the lock a share
+    # U = X(1) * A * H = 1000/s * 2 * 10 µs = 0.02 of the time; per op A * U = 0.04.
+    assert check.predicted_contentions == pytest.approx(0.04)
+    assert check.measured_contentions == 0.05 and check.in_aim
+    assert check.contention_error == pytest.approx(-0.2)
+    (i_lock,) = [c for c in scaling_validation.lock_checks(rows, inputs) if c.role == "i_lock"]
+    assert i_lock.modelled_as == "per-inode" and i_lock.predicted_contentions == 0
+    (ratio,) = scaling_validation.ratio_checks(rows, inputs)
+    assert ratio.measured == pytest.approx(18000 / 10000)
+    assert 1.9 < ratio.predicted < 2.0
+    assert ratio.measured_low < ratio.measured < ratio.measured_high
+
+
+def test_published_claims_are_evaluated_with_one_knob_setting(tmp_path):
+    rows = mainline_rows()
+    inputs = scaling_inputs.run_inputs(default_layout(), tmp_path, rows, ["mainline"])
+    outcomes = {o.claim.key: o for o in published.evaluate(inputs, 100.0, 0.4)}
+    cap = outcomes["chinner-cap"]
+    # sb_list: 2 acquisitions of H + c each cap the rate at 1 / (2 (H + c)).
+    hold = 0.01 * 20000 * 0.4
+    assert cap.model == pytest.approx(1e9 / (2 * (hold + 100.0)), rel=0.01)
+    assert cap.difference == pytest.approx(cap.model / 650_000 - 1)
+    assert outcomes["guzik-hash"].model is None  # the run has no fstree walk on ext4
+    assert all(c.source and c.published for c in published.CLAIMS)
+
+
+def test_predict_command_on_a_run_and_on_a_profile(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    tidy.write(mainline_rows(), run / "tidy.tsv")
+    assert cli.main(["predict", str(run), "--cpus", "1,2,64", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (case,) = out["cases"]
+    assert case["kernel"] == "mainline" and case["cpus"] == [1, 2, 64]
+    assert case["bottleneck"] == "sb_list" and "prediction" in out["knobs"]["note"]
+    assert case["inputs"]["instructions_source"] == scaling_inputs.FALLBACK_INSN
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps(case["profile"]))
+    assert cli.main(["predict", "--profile", str(profile), "--cpus", "1", "2", "64",
+                     "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["ops_per_s"] == pytest.approx(case["ops_per_s"])
+    profile.write_text('{"think_ns": 5, "locks": [{"name": "x", "acquisitions_per_op": 1}]}')
+    assert cli.main(["predict", "--profile", str(profile), "--json"]) == 1
+    assert f"{profile}: locks[0].hold_ns: missing" in capsys.readouterr().err
+
+
+def test_a_manual_boot_is_known_by_its_image_folder(tmp_path):
+    boot = tmp_path / "boots" / "20261203-183000-mainline-debug-manual"
+    boot.mkdir(parents=True)
+    (boot / "plan.sh").write_text("# manual boot\n")
+    (boot / "summary.json").write_text(json.dumps(
+        {"image": "/work/main/build/images/mainline-debug-d4a094542ede0508"}))
+    assert scaling_inputs.boot_kernel(boot) == ("mainline", "debug")
+    (boot / "summary.json").write_text(json.dumps({"image": "/somewhere/odd"}))
+    assert scaling_inputs.boot_kernel(boot) is None

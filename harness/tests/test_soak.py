@@ -1,0 +1,46 @@
+"""make soak: durations, reproducible mixes, the summary table."""
+
+import random
+from collections import Counter
+
+import pytest
+
+from harness.guest import workloads
+from harness.layout import REPO_ROOT
+from harness.run import soak
+
+KNOWN = list(workloads.load_all(REPO_ROOT / "workloads").values())
+
+
+def test_durations():
+    assert soak.parse_duration("90s") == 90
+    assert soak.parse_duration("45m") == 2700
+    assert soak.parse_duration("2h") == 7200
+    assert soak.parse_duration("30") == 30
+    with pytest.raises(ValueError, match="duration 'soon'"):
+        soak.parse_duration("soon")
+
+
+def test_mixes_are_reproducible_and_varied():
+    first = [[s.label for s in soak.draw_mix(random.Random(7), KNOWN, 2)] for _ in range(3)]
+    again = [[s.label for s in soak.draw_mix(random.Random(7), KNOWN, 2)] for _ in range(3)]
+    assert first == again
+    rng = random.Random(7)
+    mixes = [soak.draw_mix(rng, KNOWN, 4) for _ in range(20)]
+    assert all(soak.STEPS_PER_BOOT[0] <= len(m) <= soak.STEPS_PER_BOOT[1] for m in mixes)
+    assert len({s.workload.name for m in mixes for s in m}) == len(KNOWN)
+    assert all(len({s.id for s in m}) == len(m) for m in mixes)
+
+
+def test_summary_counts_reports_by_kind_with_the_first_title(tmp_path):
+    tally = soak.Tally(boots=2, step_seconds=5400.0, statuses=Counter(ok=1, lockdep=1),
+                       reports=Counter(circular=1),
+                       first={"circular": "possible deadlock in iput (0002-piggin-debug-c2)"})
+    quiet = soak.Tally(boots=3, step_seconds=1800.0, statuses=Counter(ok=3))
+    soak.write_summary(tmp_path, {("piggin", "debug"): tally, ("base", "sanitize"): quiet},
+                       [{"boot": "x"}] * 5, 1, 7200.0)
+    lines = (tmp_path / "summary.md").read_text().splitlines()
+    assert lines[0] == "# Soak, seed 1: 5 boots in 2.00 h"
+    assert "| base | sanitize | 3 | 0.50 | ok 3 | 0 |" in lines
+    assert ("| piggin | debug | 2 | 1.50 | lockdep 1, ok 1 | circular 1 (possible deadlock in "
+            "iput (0002-piggin-debug-c2)) |") in lines
