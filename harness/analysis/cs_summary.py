@@ -1,6 +1,6 @@
 """The evidence for the tcg-cs numbers of a run: repeatability, counts, lockdep's share.
 
-    python3 -m harness.analysis.cs_summary RUN_DIR [--debug-icount BOOT_DIR ...]
+    python3 -m harness.analysis.cs_summary RUN_DIR [--debug-icount BOOT_DIR ...] [--validate]
 
 prints Markdown tables:
   - repeatability: per kernel, workload case and role with at least
@@ -15,7 +15,10 @@ prints Markdown tables:
     --cpus 1 --icount`): lock_stat's mean hold time under -icount, turned
     into instructions (-icount shift=2: 4 ns each), against the plugin's
     (lock_stat's hold times include interrupts: the plugin's column with
-    them is the one to compare).
+    them is the one to compare);
+  - with --validate: every call site of the run's tcg-cs boots whose
+    section is straight-line code, its length from the image's disassembly
+    against the plugin's shortest (analysis/cs_validation.py).
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.analysis import cs_validation
 from harness.boot import tcg_cs
+from harness.layout import default_layout
 from harness.run import tidy
 
 MIN_ACQUISITIONS = 1000
@@ -206,9 +211,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--debug-icount", nargs="*", type=Path, default=[],
                         help="boot folders of 1-vCPU -icount debug boots")
+    parser.add_argument("--validate", action="store_true",
+                        help="check straight-line sections against the disassembly")
     args = parser.parse_args(argv)
     rows = tidy.read(args.run_dir / "tidy.tsv")
-    return 0 if print_tables(rows, args.debug_icount) else 1
+    repeatable = print_tables(rows, args.debug_icount)
+    agree = print_validation(sorted((args.run_dir / "boots").glob(f"*-{tcg_cs.MODE}-*"))) \
+        if args.validate else True
+    return 0 if repeatable and agree else 1
+
+
+def print_validation(boot_dirs: list[Path], out=sys.stdout) -> bool:
+    """Straight-line sections per boot; True when every one agrees."""
+    layout = default_layout()
+    print("\n## Straight-line sections: disassembly against the plugin\n", file=out)
+    print("| boot | sites | agree | disagreeing (site, class, expected, measured min) |",
+          file=out)
+    print("|---|---|---|---|", file=out)
+    every = True
+    images: dict = {}
+    for boot in boot_dirs:
+        checks = cs_validation.check_boot(layout, boot, images)
+        sites = {c.site: c for c in checks}  # a site seen in several windows once
+        bad = [c for c in sites.values() if not c.agrees]
+        every = every and not bad
+        print(f"| {boot.name} | {len(sites)} | {len(sites) - len(bad)} | "
+              + "; ".join(f"{c.function} {c.lock_class} {c.expected} {c.measured_min}"
+                          for c in bad) + " |", file=out)
+    return every
 
 
 if __name__ == "__main__":

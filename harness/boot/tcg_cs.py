@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import subprocess
 from pathlib import Path
 
@@ -161,6 +162,15 @@ def with_tables(order: LockOrder) -> LockOrder:
         if role:
             patterns[role] = patterns.get(role, ()) + (table,)
     return dataclasses.replace(order, patterns=patterns)
+
+
+def image_of_boot(directory: Path) -> Path:
+    """The image folder a boot ran: its bzImage's, from the QEMU command kept with it."""
+    record = directory / "qemu.json"
+    command = json.loads(record.read_text())["command"]
+    if "-kernel" not in command:
+        raise TcgCsError(f"{record}: no -kernel in the command")
+    return Path(command[command.index("-kernel") + 1]).parent
 
 
 def read_output(directory: Path) -> tcg_cs.Output | None:

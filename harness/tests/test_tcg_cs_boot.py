@@ -10,7 +10,6 @@ from harness import lockorder
 from harness.analysis import cs_validation
 from harness.boot import runner, tcg_cs
 from harness.guest import initramfs, plan, workloads
-from harness.kernels import vmlinux
 from harness.layout import default_layout
 
 pytestmark = pytest.mark.boot
@@ -43,9 +42,6 @@ def test_mainline_tcg_cs_boot_measures_critical_sections(tmp_path):
 
     # Sections that are straight-line code in this very image last exactly
     # as long as its disassembly says.
-    output = tcg_cs.read_output(tmp_path)
-    elf = vmlinux.cached_elf(image.bzimage, layout.build / "tcg-cs", image.key)
-    symbols = vmlinux.read_system_map(image.directory / "System.map")
-    checks = cs_validation.check_window(elf, symbols, output.windows["s01.create-unlink"])
+    checks = cs_validation.check_boot(layout, tmp_path)
     assert len(checks) >= 3
     assert [c for c in checks if not c.agrees] == []
