@@ -1,8 +1,10 @@
-"""The evidence for the tcg-cs numbers of a run: repeatability, counts, lockdep's share.
+"""The evidence for the tcg-cs numbers: repeatability, counts, lockdep's share.
 
-    python3 -m harness.analysis.cs_summary RUN_DIR [--debug-icount BOOT_DIR ...] [--validate]
+    python3 -m harness.analysis.cs_summary [RUN_DIR] [--boots BOOT_DIR ...]
+                                           [--debug-icount BOOT_DIR ...] [--validate]
 
-prints Markdown tables:
+reads the tidy rows of a run and of boot folders (`harness boot K --cs`,
+`harness boot K --flavour debug --cpus 1`) and prints Markdown tables:
   - repeatability: per kernel, workload case and role with at least
     MIN_ACQUISITIONS acquisitions in every boot, the mean and coefficient of
     variation of cs_instructions_per_acq over the run's tcg-cs boots;
@@ -114,29 +116,48 @@ def agreement(rows: list[tidy.Row],
         key = (r.kernel, _case(r), r.lock)
         if r.mode == tcg_cs.MODE and r.metric == "cs_acquisitions_per_op" and r.status == "ok":
             plugin[key].append(r.value)
-        elif (r.flavour == "debug" and r.cpus == 1 and r.metric == "acquisitions_per_op"
-              and r.status == "ok"):
+        elif (r.flavour == "debug" and r.mode != "tcg-icount" and r.cpus == 1
+              and r.metric == "acquisitions_per_op" and r.status == "ok"):
             exact[key].append(r.value)
     mean = lambda values: statistics.fmean(values) if values else None  # noqa: E731
     return [(k[0], k[1], k[2], mean(plugin.get(k)), mean(exact.get(k)), mean(icount_exact.get(k)))
             for k in sorted(set(plugin) | set(exact))]
 
 
-def debug_icount_figures(boot_dirs: list[Path], metric: str) -> dict[tuple, list[float]]:
-    """(kernel, case, role) -> a lock_stat figure of -icount debug boots, per boot."""
+def rows_of_boot(boot: Path, repetition: int = 1) -> list[tidy.Row]:
+    """The rows a run would have of a boot folder made by `harness boot`.
+
+    The kernel is the image's (its tcg-cs measurement image counts as the
+    kernel it measures), the mode tcg-cs, tcg-icount or tcg from the QEMU
+    command kept with the boot.
+    """
+    command = json.loads((boot / "qemu.json").read_text())["command"]
+    meta = json.loads((tcg_cs.image_of_boot(boot) / "meta.json").read_text())
+    kernel = meta["kernel"].removesuffix("+tcg-cs")
+    mode = (tcg_cs.MODE if "-plugin" in command else
+            "tcg-icount" if "-icount" in command else "tcg")
+    cpus = int(command[command.index("-smp") + 1])
+    record = json.loads((boot / "boot.json").read_text())
+    rows = []
+    for step in record["steps"]:
+        if not step["numbers"]:
+            continue
+        workload, fs, procs = step["label"].split("/")
+        for fig in step["numbers"]["figures"]:
+            rows.append(tidy.Row(kernel, meta["flavour"], mode, workload, fs, cpus,
+                                 int(procs.lstrip("p")), repetition, fig["phase"], fig["lock"],
+                                 fig["metric"], fig["value"], fig["unit"], step["status"],
+                                 f"{boot.name}/{step['step']}"))
+    return rows
+
+
+def debug_icount_figures(rows: list[tidy.Row], metric: str) -> dict[tuple, list[float]]:
+    """(kernel, case, role) -> a lock_stat figure of the -icount debug boots, per boot."""
     out: dict[tuple, list[float]] = defaultdict(list)
-    for boot in boot_dirs:
-        summary = json.loads((boot / "summary.json").read_text())
-        kernel = json.loads((Path(summary["image"]) / "meta.json").read_text())["kernel"]
-        record = json.loads((boot / "boot.json").read_text())
-        for step in record["steps"]:
-            if step["status"] != "ok" or not step["numbers"]:
-                continue
-            workload, fs, procs = step["label"].split("/")
-            for fig in step["numbers"]["figures"]:
-                if fig["metric"] == metric and fig["lock"]:
-                    case = (workload, fs, procs.lstrip("p"), fig["phase"])
-                    out[kernel, case, fig["lock"]].append(fig["value"])
+    for r in rows:
+        if (r.flavour == "debug" and r.mode == "tcg-icount" and r.metric == metric and r.lock
+                and r.status == "ok"):
+            out[r.kernel, _case(r), r.lock].append(r.value)
     return out
 
 
@@ -145,7 +166,7 @@ def _fmt_case(case: Case) -> str:
     return f"{workload}/{fs}/p{procs} {phase}"
 
 
-def print_tables(rows: list[tidy.Row], debug_boots: list[Path], out=sys.stdout) -> bool:
+def print_tables(rows: list[tidy.Row], out=sys.stdout) -> bool:
     """The tables; True when every repeatability CV is within CV_LIMIT."""
     reps = repeatability(rows)
     print(f"## Repeatability of cs_instructions_per_acq (roles with >= {MIN_ACQUISITIONS} "
@@ -175,14 +196,14 @@ def print_tables(rows: list[tidy.Row], debug_boots: list[Path], out=sys.stdout) 
     print("|---|---|---|---|---|---|---|---|", file=out)
     fmt = lambda v: "n/a" if v is None else f"{v:.4f}"  # noqa: E731
     diff = lambda a, b: f"{100 * (a - b) / b:+.2f}%" if a is not None and b else "n/a"  # noqa
-    icount_exact = debug_icount_figures(debug_boots, "acquisitions_per_op")
+    icount_exact = debug_icount_figures(rows, "acquisitions_per_op")
     for kernel, case, role, mine, exact, exact_icount in agreement(rows, icount_exact):
         print(f"| {kernel} | {_fmt_case(case)} | {role} | {fmt(mine)} | {fmt(exact)} | "
               f"{diff(mine, exact)} | {fmt(exact_icount)} | {diff(mine, exact_icount)} |",
               file=out)
 
-    if debug_boots:
-        holds = debug_icount_figures(debug_boots, "holdtime_avg")  # us
+    holds = debug_icount_figures(rows, "holdtime_avg")  # us
+    if holds:
         own: dict[tuple, list[float]] = defaultdict(list)
         irq: dict[tuple, list[float]] = defaultdict(list)
         for r in cs_rows(rows):
@@ -208,16 +229,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m harness.analysis.cs_summary",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("run_dir", type=Path, nargs="?")
+    parser.add_argument("--boots", nargs="*", type=Path, default=[],
+                        help="boot folders of `harness boot K --cs` or debug 1-vCPU boots")
     parser.add_argument("--debug-icount", nargs="*", type=Path, default=[],
                         help="boot folders of 1-vCPU -icount debug boots")
     parser.add_argument("--validate", action="store_true",
                         help="check straight-line sections against the disassembly")
     args = parser.parse_args(argv)
-    rows = tidy.read(args.run_dir / "tidy.tsv")
-    repeatable = print_tables(rows, args.debug_icount)
-    agree = print_validation(sorted((args.run_dir / "boots").glob(f"*-{tcg_cs.MODE}-*"))) \
-        if args.validate else True
+    rows = tidy.read(args.run_dir / "tidy.tsv") if args.run_dir else []
+    for i, boot in enumerate(args.boots + args.debug_icount, 1):
+        rows += rows_of_boot(boot, i)
+    repeatable = print_tables(rows)
+    cs_boots = [b for b in args.boots if (b / tcg_cs.OUTPUT).exists()]
+    if args.run_dir:
+        cs_boots += sorted((args.run_dir / "boots").glob(f"*-{tcg_cs.MODE}-*"))
+    agree = print_validation(cs_boots) if args.validate else True
     return 0 if repeatable and agree else 1
 
 
