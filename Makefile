@@ -10,6 +10,7 @@
 # Knobs: KERNELS (default: every kernel whose series exists; NAME@* bisects),
 # CPUS (default: 1 and 2, never more than the host's cores unless you ask),
 # REPEAT (perf boots per kernel and vCPU count), DEBUG_REPEAT, ICOUNT_REPEAT,
+# CS_REPEAT (tcg-cs boots per kernel: critical-section lengths; 0 skips them),
 # WORKLOADS, FLAVOURS, BASELINE, FULL=1 (all workloads, REPEAT=5,
 # ICOUNT_REPEAT=3), V=1 (echo the guest console), IMAGES=DIR (kernel images
 # from another build folder or a shared cache), NO_BUILD=1 (never build a
@@ -25,6 +26,7 @@ CPUS ?=
 REPEAT ?=
 DEBUG_REPEAT ?=
 ICOUNT_REPEAT ?=
+CS_REPEAT ?=
 WORKLOADS ?=
 FLAVOURS ?=
 RUN_DIR ?=
@@ -58,6 +60,7 @@ compare: $(DEPS_STAMP) check-workloads
 	$(HARNESS) compare --kernels $(KERNELS) --cpus $(CPUS) \
 		$(if $(REPEAT),--repeat $(REPEAT)) $(if $(DEBUG_REPEAT),--debug-repeat $(DEBUG_REPEAT)) \
 		$(if $(ICOUNT_REPEAT),--icount-repeat $(ICOUNT_REPEAT)) $(if $(FULL),--full) \
+		$(if $(CS_REPEAT),--cs-repeat $(CS_REPEAT)) \
 		--workloads $(WORKLOADS) --flavours $(FLAVOURS) $(if $(BASELINE),--baseline $(BASELINE)) \
 		$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v) \
 		$(if $(IMAGES),--images $(IMAGES)) $(if $(NO_BUILD),--no-build) --executor $(EXECUTOR) \

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from harness import lockorder, progress
 from harness.analysis import predict, scaling_inputs
-from harness.boot import channel, qemu, runner
+from harness.boot import channel, qemu, runner, tcg_cs
 from harness.guest import deps, initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
@@ -97,14 +97,20 @@ def cmd_boot(args) -> int:
     known = workloads.load_all(layout.workloads)
     chosen = workloads.select(known, " ".join(args.workloads))
     order = lockorder.for_kernel(layout, args.kernel)
-    image = kbuild.build(layout, args.kernel, args.flavour, build_missing=not args.no_build)
+    if args.cs:  # the perf kernel with the critical-section plugin: 1 vCPU, -icount
+        args.flavour, args.cpus, args.icount = "perf", 1, True
+    image = (tcg_cs.build_image(layout, args.kernel) if args.cs
+             else kbuild.build(layout, args.kernel, args.flavour,
+                               build_missing=not args.no_build))
     files = initramfs.prepare(layout, chosen)
     items = [(w, fs, p) for w in chosen for fs in (args.fs or w.filesystems)
              for p in ([args.procs] if args.procs else w.procs_for(args.cpus))]
     steps = plan.make_steps(items)
-    machine = qemu.Machine(args.accel, args.cpus, icount=args.icount)
     out = Path(args.out) if args.out else layout.boot_dir(
-        f"{time.strftime('%Y%m%d-%H%M%S')}-{slug(args.kernel)}-{args.flavour}-manual")
+        f"{time.strftime('%Y%m%d-%H%M%S')}-{slug(args.kernel)}-{args.flavour}-"
+        f"{tcg_cs.MODE if args.cs else 'manual'}")
+    machine = (tcg_cs.machine(layout, image, out, order) if args.cs
+               else qemu.Machine(args.accel, args.cpus, icount=args.icount))
     progress.say(f"booting {args.kernel}/{args.flavour} on {args.cpus} vCPUs "
                  f"({args.accel}{', icount' if args.icount else ''}): {len(steps)} steps, "
                  f"folder {out}")
@@ -136,6 +142,8 @@ def boot_summary(record: runner.BootRecord) -> dict:
                 item[f"{fig.phase} {fig.unit}"] = round(fig.value, 1)
             elif fig.metric == "acquisitions_per_op":
                 item[f"{fig.phase} {fig.lock} acquisitions/op"] = round(fig.value, 3)
+            elif fig.metric in ("cs_instructions_per_acq", "instructions_per_op"):
+                item[f"{fig.phase} {fig.lock or 'all'} {fig.metric}"] = round(fig.value, 1)
         if outcome.numbers and outcome.numbers.error:
             item["error"] = outcome.numbers.error
         if outcome.numbers and outcome.numbers.note:
@@ -157,7 +165,7 @@ def cmd_compare(args) -> int:
     # Only the knobs given on the command line; the rest are Matrix's defaults.
     knobs = dict(matrix.FULL) if args.full else {}
     knobs.update({name: getattr(args, name) for name in ("repeat", "debug_repeat",
-                                                         "icount_repeat")
+                                                         "icount_repeat", "cs_repeat")
                   if getattr(args, name) is not None})
     spec = " ".join(args.workloads) if args.workloads else \
         knobs.pop("workloads", matrix.DEFAULT_WORKLOADS)
@@ -336,6 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workloads", nargs="*", default=["default"])
     p.add_argument("--accel", default="tcg", choices=["tcg", "kvm"])
     p.add_argument("--icount", action="store_true")
+    p.add_argument("--cs", action="store_true",
+                   help="critical-section lengths: the perf kernel with the tcg-cs plugin "
+                        "(1 vCPU, -icount)")
     p.add_argument("--timeout", type=float, help="seconds before the guest is killed")
     p.add_argument("--out", help="boot folder (default under results/boots/)")
     p.add_argument("-v", "--verbose", action="store_true", help="echo the console")
@@ -350,6 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int, help="perf boots per kernel and vCPU count")
     p.add_argument("--debug-repeat", type=int, help="debug boots per kernel and vCPU count")
     p.add_argument("--icount-repeat", type=int, help="1-vCPU -icount perf boots per kernel")
+    p.add_argument("--cs-repeat", type=int,
+                   help="1-vCPU tcg-cs boots per kernel: critical-section lengths")
     p.add_argument("--flavours", nargs="*", default=[])
     p.add_argument("--full", action="store_true",
                    help="every workload, more boots: " + ", ".join(
@@ -426,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-ERRORS = (series.SeriesError, kbuild.BuildError, workloads.WorkloadError, source.SourceError,
+ERRORS = (tcg_cs.TcgCsError, series.SeriesError, kbuild.BuildError, workloads.WorkloadError, source.SourceError,
           initramfs.GuestError, qemu.QemuError, charts.ChartError, reference.ReferenceError,
           slides.DeckError, svg_pages.PageError, slurm.SlurmError, nodejob.NodeJobError,
           FileNotFoundError)

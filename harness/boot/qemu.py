@@ -52,12 +52,16 @@ class Machine:
     accel: str  # "kvm" or "tcg"
     cpus: int
     icount: bool = False
+    plugin: str = ""  # -plugin argument (TCG plugin and its options), see boot/tcg_cs.py
+    cmdline: str = ""  # kernel command line words this kind of machine adds
 
     @property
     def memory_mb(self) -> int:
         return memory_for(self.cpus)
 
     def __post_init__(self) -> None:
+        if self.plugin and self.accel != "tcg":
+            raise QemuError("-plugin needs TCG")
         if self.icount and self.cpus != 1:
             raise QemuError("-icount runs are 1 vCPU only (with 2 vCPUs the guest hung "
                             "before /init on this machine)")
@@ -129,7 +133,7 @@ def command(spec: BootSpec, results: Path, qmp: Path | None = None) -> list[str]
     """qmp: a control socket, through which the vCPU threads are found (pinning.py)."""
     m = spec.machine
     cmdline = " ".join(filter(None, [
-        "console=ttyS0", "panic=-1", "rdinit=/init", "nokaslr", spec.cmdline]))
+        "console=ttyS0", "panic=-1", "rdinit=/init", "nokaslr", m.cmdline, spec.cmdline]))
     cmd = [QEMU, "-nodefaults", "-no-reboot", "-display", "none", "-nic", "none",
            "-machine", "pc", "-m", str(m.memory_mb), "-smp", str(m.cpus),
            "-kernel", str(spec.bzimage), "-initrd", str(spec.initramfs),
@@ -148,6 +152,8 @@ def command(spec: BootSpec, results: Path, qmp: Path | None = None) -> list[str]
         cmd += ["-accel", "tcg", "-cpu", "max"]
         if m.icount:
             cmd += ["-icount", ICOUNT]
+        if m.plugin:
+            cmd += ["-plugin", m.plugin]
     if qmp:
         cmd += ["-qmp", f"unix:{qmp},server=on,wait=off"]
     for disk in spec.disks:

@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from harness.boot import channel, measure, qemu
+from harness.boot import channel, measure, qemu, tcg_cs
 from harness.guest import initramfs, plan, protocol
 from harness.kernels.kbuild import KernelImage
 from harness.lockorder import LockOrder
@@ -175,7 +175,7 @@ def _step_status(numbers: measure.StepNumbers, step_reports: list[kernel_reports
 def boot_timeout(steps: list[plan.Step], machine: qemu.Machine) -> float:
     """Sum of the steps' own limits plus slack; -icount runs slower than wall time."""
     total = BOOT_SLACK_S + sum(s.workload.timeout_s for s in steps)
-    return total * (2 if machine.icount else 1)
+    return total * (4 if machine.plugin else 2 if machine.icount else 1)
 
 
 class _LinePrinter:
@@ -239,6 +239,7 @@ def record_boot(host: HostView, steps: list[plan.Step], directory: Path,
     spans = step_lines(console_text)
     off_line = kernel_reports.lockdep_off_line(found)
     windows = {w.step: w for w in host.windows}
+    cs_output = tcg_cs.read_output(directory)
     outcomes: list[StepOutcome] = []
     for step in steps:
         span = spans.get(step.id)
@@ -249,6 +250,8 @@ def record_boot(host: HostView, steps: list[plan.Step], directory: Path,
         last = end if end is not None else float("inf")
         step_reports = [r for r in found if begin <= r.line <= last]
         numbers = measure.step_numbers(step, received, order)
+        if cs_output is not None:
+            numbers = tcg_cs.with_figures(numbers, step, cs_output, order)
         # Lockdep went off before this step ended (only meaningful where it was on).
         went_off = (numbers.lockdep_on is not None and off_line is not None
                     and off_line <= last)

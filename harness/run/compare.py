@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness import lockorder, progress
-from harness.boot import qemu, runner
+from harness.boot import qemu, runner, tcg_cs
 from harness.guest import initramfs, protocol
 from harness.kernels import kbuild
 from harness.layout import Layout
@@ -47,6 +47,11 @@ def build_images(layout: Layout, matrix: Matrix,
         progress.say(f"kernel {i}/{len(needed)}: {kernel}/{flavour}")
         images[kernel, flavour] = kbuild.build(layout, kernel, flavour,
                                                build_missing=build_missing)
+    if matrix.cs_repeat and "perf" in matrix.flavours:
+        for i, kernel in enumerate(matrix.kernels, 1):
+            progress.say(f"measurement kernel {i}/{len(matrix.kernels)}: "
+                         f"{kernel}/{tcg_cs.IMAGE}")
+            images[kernel, tcg_cs.IMAGE] = tcg_cs.build_image(layout, kernel)
     return images
 
 
@@ -69,7 +74,7 @@ def local_site(layout: Layout, files: initramfs.GuestFiles, probe_image: kbuild.
     if accel is None:
         accel = qemu.probe_accel(layout.accel_probe,
                                  lambda m: probe_spec(layout, probe_image, files, m))
-    executor = execute.LocalExecutor(files, accel)
+    executor = execute.LocalExecutor(files, accel, layout)
     return execute.Placement(executor.node, executor, {"kind": "local"})
 
 

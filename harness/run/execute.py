@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterator, Protocol
 
 from harness import host, lockorder, progress
-from harness.boot import runner
+from harness.boot import qemu, runner, tcg_cs
 from harness.guest import initramfs, plan, protocol
 from harness.kernels.kbuild import LOCKDEP_FLAVOURS, KernelImage
 from harness.layout import Layout
@@ -73,11 +73,19 @@ class Executor(Protocol):
                                                                         runner.BootRecord]]: ...
 
 
+def job_machine(layout: Layout, job: BootJob, accel: str) -> qemu.Machine:
+    """The machine of a boot; a tcg-cs one carries the plugin configured for its folder."""
+    if job.config.mode == tcg_cs.MODE:
+        return tcg_cs.machine(layout, job.image, job.directory, job.order)
+    return job.config.machine(accel)
+
+
 @dataclass
 class LocalExecutor:
     """Boots on this machine, one at a time (two guests would time each other)."""
     files: initramfs.GuestFiles
     accel: str
+    layout: Layout
     parallel: int = 1
 
     def __post_init__(self) -> None:
@@ -86,7 +94,8 @@ class LocalExecutor:
     def run(self, jobs: list[BootJob], watch: Watch):
         for job in jobs:
             watch.boot_started(job)
-            record = runner.run_boot(job.image, self.files, job.config.machine(self.accel),
+            record = runner.run_boot(job.image, self.files,
+                                     job_machine(self.layout, job, self.accel),
                                      job.steps, job.directory, job.header, job.order,
                                      on_line=lambda line, job=job: watch.console_line(job, line))
             self.node.save(job.directory)
@@ -214,8 +223,8 @@ def measure(layout: Layout, pending: list[tuple[BootConfig, KernelImage, list[Ce
             retry: list[Cell] = []
             for cell, outcome in zip(job.cells, record.steps):
                 done = reruns.get(cell.key, 0)
-                # Only plain-mode perf steps are timings: -icount counts instructions,
-                # and an oversubscribed boot is never timed.
+                # Only plain-mode perf steps are timings: -icount and tcg-cs count
+                # instructions, and an oversubscribed boot is never timed.
                 timed = job.config.flavour == "perf" and job.config.mode in ("tcg", "kvm")
                 if outcome.status == "not-run":
                     retry.append(cell)

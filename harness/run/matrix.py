@@ -30,7 +30,7 @@ import os
 from dataclasses import dataclass, field, replace
 
 from harness import host
-from harness.boot import qemu
+from harness.boot import qemu, tcg_cs
 from harness.guest import plan
 from harness.guest.workloads import Workload
 from harness.kernels.kbuild import DEFAULT_FLAVOURS, KernelImage
@@ -72,6 +72,7 @@ class Matrix:
     repeat: int = 3  # perf boots per kernel and vCPU count, kernels interleaved
     debug_repeat: int = 1  # debug and sanitize boots: lock counts are exact, one settles them
     icount_repeat: int = 2  # 1-vCPU -icount perf boots per kernel (single-thread cost)
+    cs_repeat: int = 3  # 1-vCPU tcg-cs boots per kernel (critical-section lengths)
     flavours: tuple[str, ...] = DEFAULT_FLAVOURS
     max_reruns: int = 2  # of a timed step disturbed by a busy host
 
@@ -87,6 +88,8 @@ class Matrix:
             if accel == "tcg":
                 for rep in range(1, self.icount_repeat + 1):
                     configs += [BootConfig(k, "perf", "tcg-icount", 1, rep) for k in self.kernels]
+                for rep in range(1, self.cs_repeat + 1):
+                    configs += [BootConfig(k, "perf", tcg_cs.MODE, 1, rep) for k in self.kernels]
             for rep in range(1, self.repeat + 1):
                 configs += [BootConfig(k, "perf", boot_mode(accel, c, cores), c, rep)
                             for c in self.cpus for k in self.kernels]
@@ -137,7 +140,14 @@ def cell_key(image: KernelImage, guest_digest: str, config: BootConfig, workload
     h.update(json.dumps([image.key, guest_digest, config.flavour, config.mode, machine.id,
                          config.cpus, config.repetition, fs, procs]).encode())
     h.update(workload.text.encode())
+    if config.mode == tcg_cs.MODE:  # the plugin measures: a changed one measures anew
+        h.update(tcg_cs.plugin_digest().encode())
     return h.hexdigest()[:20]
+
+
+def image_of(config: BootConfig) -> tuple[str, str]:
+    """The images key of a boot: tcg-cs boots the perf kernel plus its marker patch."""
+    return config.kernel, tcg_cs.IMAGE if config.mode == tcg_cs.MODE else config.flavour
 
 
 def plan_boots(matrix: Matrix, images: dict[tuple[str, str], KernelImage],
@@ -146,7 +156,7 @@ def plan_boots(matrix: Matrix, images: dict[tuple[str, str], KernelImage],
     guest_digests: per workload name, as initramfs.prepare gives them."""
     boots = []
     for config in matrix.boots(machine.accel, machine.cores):
-        image = images[config.kernel, config.flavour]
+        image = images[image_of(config)]
         boot = BootPlan(config, image)
         for workload in matrix.workloads:
             for fs in workload.filesystems:

@@ -141,7 +141,7 @@ class FailingExecutor:
 
 def test_cells_every_attempt_failed_are_named_not_dropped(tmp_path):
     layout = Layout(REPO_ROOT, tmp_path / "build", tmp_path / "ccache", tmp_path / "results")
-    m = matrix.Matrix(kernels=["mainline"], cpus=[1], workloads=[CREATE], repeat=1,
+    m = matrix.Matrix(kernels=["mainline"], cpus=[1], workloads=[CREATE], repeat=1, cs_repeat=0,
                       icount_repeat=0, flavours=("perf",))
     image = kbuild.KernelImage("mainline", "perf", "k1", tmp_path)
     (boot,) = matrix.plan_boots(m, {("mainline", "perf"): image}, {CREATE.name: "g"},

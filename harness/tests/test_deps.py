@@ -110,7 +110,7 @@ def digests(tmp_path, guest, declared: list[workloads.Workload]) -> dict[str, st
 
 
 def keys(digest_by_workload, declared) -> dict[tuple, str]:
-    m = matrix.Matrix(kernels=["mainline"], cpus=[1, 2], workloads=declared, repeat=1,
+    m = matrix.Matrix(kernels=["mainline"], cpus=[1, 2], workloads=declared, repeat=1, cs_repeat=0,
                       icount_repeat=0, flavours=("perf",))
     image = kbuild.KernelImage("mainline", "perf", "k1", Path("/nowhere"))
     boots = matrix.plan_boots(m, {("mainline", "perf"): image}, digest_by_workload,

@@ -67,7 +67,7 @@ def test_plan_has_every_cell_of_every_boot(tmp_path):
     known = workloads.load_all(REPO_ROOT / "workloads")
     chosen = [known["create-unlink"], known["fstree"]]
     m = matrix.Matrix(kernels=["mainline"], cpus=[1, 2], workloads=chosen, repeat=1,
-                      icount_repeat=0, flavours=("perf",))
+                      icount_repeat=0, cs_repeat=0, flavours=("perf",))
     image = kbuild.KernelImage("mainline", "perf", "k1", tmp_path)
     boots = matrix.plan_boots(m, {("mainline", "perf"): image},
                               {w.name: "g" for w in chosen}, host.Machine("cpu", 2, "tcg"))

@@ -4,6 +4,7 @@
  * the guest-only operations shared by the inode-duel workload programs.
  */
 #include "common.h"
+#include "csmark.h"
 
 #include <ftw.h>
 #include <getopt.h>
@@ -654,6 +655,9 @@ void lsw_begin(const struct copts *o)
 		if (access(src, F_OK) == 0)
 			write_proc(src, "0\n");
 	}
+	/* The tcg-cs plugin's window opens where lock_stat's does. */
+	if (o->lsprefix)
+		csmark_begin();
 }
 
 static void copy_file(const char *from, const char *to)
@@ -682,8 +686,16 @@ void lsw_end(const struct copts *o, const char *phase)
 {
 	const char *d = lsw_dir(o);
 	char src[4096], to[4096];
+	const char *base;
 	int i;
 
+	if (o->lsprefix) {
+		/* Named like the lock_stat file: "<step>.<phase>". */
+		csmark_end();
+		base = strrchr(o->lsprefix, '/');
+		snprintf(to, sizeof(to), "%s.%s", base ? base + 1 : o->lsprefix, phase);
+		csmark_label(to);
+	}
 	for (i = 0; d && i < 2; i++) {
 		snprintf(src, sizeof(src), "%s/%s", d, lsw_name[i]);
 		if (access(src, F_OK) < 0)

@@ -44,13 +44,21 @@ emit_text() { # emit_text NAME TEXT
 	emit "$1" /tmp/.emit_text
 }
 
+# tcg-cs boots (QEMU with the critical-section plugin) say so on the kernel
+# command line; csmark then opens and closes the plugin's windows where
+# lock_stat's are, named like the lock_stat file (workloads/src/csmark.h).
+CSMARK=
+grep -qw inode_duel_cs=1 /proc/cmdline 2>/dev/null && CSMARK=1
+
 lockstat_reset() {
 	[ -w /proc/lock_stat ] && echo 0 > /proc/lock_stat
 	[ -w /proc/icache_retries ] && echo 0 > /proc/icache_retries
+	[ -n "$CSMARK" ] && csmark begin
 	return 0
 }
 
 lockstat_save() { # lockstat_save PREFIX
+	[ -n "$CSMARK" ] && csmark end "${1##*/}"
 	[ -r /proc/lock_stat ] && cat /proc/lock_stat > "$1.lock_stat"
 	[ -r /proc/icache_retries ] && cat /proc/icache_retries > "$1.retries"
 	return 0

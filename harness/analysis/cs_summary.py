@@ -1,0 +1,272 @@
+"""The evidence for the tcg-cs numbers: repeatability, counts, lockdep's share.
+
+    python3 -m harness.analysis.cs_summary [RUN_DIR] [--boots BOOT_DIR ...]
+                                           [--debug-icount BOOT_DIR ...] [--validate]
+
+reads the tidy rows of a run and of boot folders (`harness boot K --cs`,
+`harness boot K --flavour debug --cpus 1`) and prints Markdown tables:
+  - repeatability: per kernel, workload case and role with at least
+    MIN_ACQUISITIONS acquisitions in every boot, the mean and coefficient of
+    variation of cs_instructions_per_acq over the run's tcg-cs boots;
+  - instructions per operation, and those with no icache lock held: mean
+    and CV over the same boots;
+  - acquisitions per operation of the plugin (perf kernel) against
+    lock_stat's exact counts (debug kernel, 1 vCPU) of the same windows, in
+    the run and, with --debug-icount, in those boots;
+  - with --debug-icount (boot folders of `harness boot K --flavour debug
+    --cpus 1 --icount`): lock_stat's mean hold time under -icount, turned
+    into instructions (-icount shift=2: 4 ns each), against the plugin's
+    (lock_stat's hold times include interrupts: the plugin's column with
+    them is the one to compare);
+  - with --validate: every call site of the run's tcg-cs boots whose
+    section is straight-line code, its length from the image's disassembly
+    against the plugin's shortest (analysis/cs_validation.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.analysis import cs_validation
+from harness.boot import tcg_cs
+from harness.layout import default_layout
+from harness.run import tidy
+
+MIN_ACQUISITIONS = 1000
+CV_LIMIT = 0.01
+NS_PER_INSN = 4  # qemu.ICOUNT: shift=2
+
+Case = tuple[str, str, str, str]  # workload, fs, procs, phase
+
+
+@dataclass(frozen=True)
+class Repeatability:
+    kernel: str
+    case: Case
+    role: str
+    boots: int
+    min_acquisitions: int
+    mean: float  # own instructions per acquisition
+    cv: float
+    interrupt_mean: float  # instructions of interrupts per acquisition
+    total_cv: float  # of own plus interrupts
+
+
+def _case(row: tidy.Row) -> Case:
+    return row.workload, row.fs, str(row.procs), row.phase
+
+
+def cs_rows(rows: list[tidy.Row]) -> list[tidy.Row]:
+    return [r for r in rows if r.mode == tcg_cs.MODE and r.status == "ok"]
+
+
+def _cv(values: list[float]) -> float:
+    mean = statistics.fmean(values)
+    return statistics.stdev(values) / mean if mean else 0.0
+
+
+def repeatability(rows: list[tidy.Row]) -> list[Repeatability]:
+    by_metric: dict[str, dict[tuple, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in cs_rows(rows):
+        if r.metric in ("cs_instructions_per_acq", "cs_interrupt_instructions_per_acq",
+                        "cs_acquisitions"):
+            by_metric[r.metric][r.kernel, _case(r), r.lock][r.cell] = r.value
+    lengths = by_metric["cs_instructions_per_acq"]
+    out = []
+    for key, per_boot in sorted(lengths.items()):
+        counts = by_metric["cs_acquisitions"][key]
+        irq = by_metric["cs_interrupt_instructions_per_acq"][key]
+        values = list(per_boot.values())
+        if len(values) < 2 or min(counts.values()) < MIN_ACQUISITIONS:
+            continue
+        totals = [per_boot[cell] + irq.get(cell, 0.0) for cell in per_boot]
+        out.append(Repeatability(key[0], key[1], key[2], len(values), int(min(counts.values())),
+                                 statistics.fmean(values), _cv(values),
+                                 statistics.fmean(irq.values()) if irq else 0.0, _cv(totals)))
+    return out
+
+
+def per_op(rows: list[tidy.Row]) -> list[tuple]:
+    """(kernel, case, boots, instructions/op, its CV, unlocked instructions/op, its CV)."""
+    values: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in cs_rows(rows):
+        if r.metric in ("instructions_per_op", "unlocked_instructions_per_op") and not r.lock:
+            values[r.kernel, _case(r)][r.metric].append(r.value)
+    out = []
+    for (kernel, case), metrics in sorted(values.items()):
+        total, unlocked = metrics["instructions_per_op"], metrics["unlocked_instructions_per_op"]
+        if len(total) >= 2 and len(unlocked) >= 2:
+            out.append((kernel, case, len(total), statistics.fmean(total), _cv(total),
+                        statistics.fmean(unlocked), _cv(unlocked)))
+    return out
+
+
+def agreement(rows: list[tidy.Row],
+              icount_exact: dict[tuple, list[float]]) -> list[tuple]:
+    """(kernel, case, role, plugin, lock_stat in the run, lock_stat under -icount), per op."""
+    plugin: dict[tuple, list[float]] = defaultdict(list)
+    exact: dict[tuple, list[float]] = defaultdict(list)
+    for r in rows:
+        key = (r.kernel, _case(r), r.lock)
+        if r.mode == tcg_cs.MODE and r.metric == "cs_acquisitions_per_op" and r.status == "ok":
+            plugin[key].append(r.value)
+        elif (r.flavour == "debug" and r.mode != "tcg-icount" and r.cpus == 1
+              and r.metric == "acquisitions_per_op" and r.status == "ok"):
+            exact[key].append(r.value)
+    mean = lambda values: statistics.fmean(values) if values else None  # noqa: E731
+    return [(k[0], k[1], k[2], mean(plugin.get(k)), mean(exact.get(k)), mean(icount_exact.get(k)))
+            for k in sorted(set(plugin) | set(exact))]
+
+
+def rows_of_boot(boot: Path, repetition: int = 1) -> list[tidy.Row]:
+    """The rows a run would have of a boot folder made by `harness boot`.
+
+    The kernel is the image's (its tcg-cs measurement image counts as the
+    kernel it measures), the mode tcg-cs, tcg-icount or tcg from the QEMU
+    command kept with the boot.
+    """
+    command = json.loads((boot / "qemu.json").read_text())["command"]
+    meta = json.loads((tcg_cs.image_of_boot(boot) / "meta.json").read_text())
+    kernel = meta["kernel"].removesuffix("+tcg-cs")
+    mode = (tcg_cs.MODE if "-plugin" in command else
+            "tcg-icount" if "-icount" in command else "tcg")
+    cpus = int(command[command.index("-smp") + 1])
+    record = json.loads((boot / "boot.json").read_text())
+    rows = []
+    for step in record["steps"]:
+        if not step["numbers"]:
+            continue
+        workload, fs, procs = step["label"].split("/")
+        for fig in step["numbers"]["figures"]:
+            rows.append(tidy.Row(kernel, meta["flavour"], mode, workload, fs, cpus,
+                                 int(procs.lstrip("p")), repetition, fig["phase"], fig["lock"],
+                                 fig["metric"], fig["value"], fig["unit"], step["status"],
+                                 f"{boot.name}/{step['step']}"))
+    return rows
+
+
+def debug_icount_figures(rows: list[tidy.Row], metric: str) -> dict[tuple, list[float]]:
+    """(kernel, case, role) -> a lock_stat figure of the -icount debug boots, per boot."""
+    out: dict[tuple, list[float]] = defaultdict(list)
+    for r in rows:
+        if (r.flavour == "debug" and r.mode == "tcg-icount" and r.metric == metric and r.lock
+                and r.status == "ok"):
+            out[r.kernel, _case(r), r.lock].append(r.value)
+    return out
+
+
+def _fmt_case(case: Case) -> str:
+    workload, fs, procs, phase = case
+    return f"{workload}/{fs}/p{procs} {phase}"
+
+
+def print_tables(rows: list[tidy.Row], out=sys.stdout) -> bool:
+    """The tables; True when every repeatability CV is within CV_LIMIT."""
+    reps = repeatability(rows)
+    print(f"## Repeatability of cs_instructions_per_acq (roles with >= {MIN_ACQUISITIONS} "
+          "acquisitions in every boot)\n", file=out)
+    print("| kernel | case | role | boots | min acq | own insn/acq | CV | interrupt insn/acq "
+          "| CV with interrupts |", file=out)
+    print("|---|---|---|---|---|---|---|---|---|", file=out)
+    for r in reps:
+        print(f"| {r.kernel} | {_fmt_case(r.case)} | {r.role} | {r.boots} | "
+              f"{r.min_acquisitions} | {r.mean:.2f} | {100 * r.cv:.3f}% | "
+              f"{r.interrupt_mean:.2f} | {100 * r.total_cv:.2f}% |", file=out)
+    worst = max((r.cv for r in reps), default=0.0)
+    print(f"\nlargest CV {100 * worst:.3f}% over {len(reps)} (kernel, case, role)\n", file=out)
+
+    print("## Instructions per operation (all, and with no icache lock held)\n", file=out)
+    print("| kernel | case | boots | insn/op | CV | unlocked insn/op | CV |", file=out)
+    print("|---|---|---|---|---|---|---|", file=out)
+    for kernel, case, boots, total, total_cv, unlocked, unlocked_cv in per_op(rows):
+        print(f"| {kernel} | {_fmt_case(case)} | {boots} | {total:.0f} | {100 * total_cv:.3f}% "
+              f"| {unlocked:.0f} | {100 * unlocked_cv:.3f}% |", file=out)
+    print(file=out)
+
+    print("## Acquisitions per operation: plugin (perf, -icount) against lock_stat (debug, "
+          "1 vCPU: the run's boot, and -icount boots)\n", file=out)
+    print("| kernel | case | role | plugin | lock_stat | difference | lock_stat -icount "
+          "| difference |", file=out)
+    print("|---|---|---|---|---|---|---|---|", file=out)
+    fmt = lambda v: "n/a" if v is None else f"{v:.4f}"  # noqa: E731
+    diff = lambda a, b: f"{100 * (a - b) / b:+.2f}%" if a is not None and b else "n/a"  # noqa
+    icount_exact = debug_icount_figures(rows, "acquisitions_per_op")
+    for kernel, case, role, mine, exact, exact_icount in agreement(rows, icount_exact):
+        print(f"| {kernel} | {_fmt_case(case)} | {role} | {fmt(mine)} | {fmt(exact)} | "
+              f"{diff(mine, exact)} | {fmt(exact_icount)} | {diff(mine, exact_icount)} |",
+              file=out)
+
+    holds = debug_icount_figures(rows, "holdtime_avg")  # us
+    if holds:
+        own: dict[tuple, list[float]] = defaultdict(list)
+        irq: dict[tuple, list[float]] = defaultdict(list)
+        for r in cs_rows(rows):
+            key = (r.kernel, _case(r), r.lock)
+            if r.metric == "cs_instructions_per_acq":
+                own[key].append(r.value)
+            elif r.metric == "cs_interrupt_instructions_per_acq":
+                irq[key].append(r.value)
+        print("\n## Hold time per acquisition: lock_stat under -icount (debug) against the "
+              f"plugin (perf), in instructions ({NS_PER_INSN} ns each)\n", file=out)
+        print("| kernel | case | role | lock_stat | plugin with interrupts | lockdep factor "
+              "| plugin own |", file=out)
+        print("|---|---|---|---|---|---|---|", file=out)
+        for key in sorted(set(holds) & set(own)):
+            debug = statistics.fmean(holds[key]) * 1000.0 / NS_PER_INSN
+            total = statistics.fmean(own[key]) + statistics.fmean(irq.get(key, [0.0]))
+            print(f"| {key[0]} | {_fmt_case(key[1])} | {key[2]} | {debug:.1f} | {total:.1f} | "
+                  f"{debug / total:.1f}x | {statistics.fmean(own[key]):.1f} |", file=out)
+    return worst <= CV_LIMIT
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m harness.analysis.cs_summary",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path, nargs="?")
+    parser.add_argument("--boots", nargs="*", type=Path, default=[],
+                        help="boot folders of `harness boot K --cs` or debug 1-vCPU boots")
+    parser.add_argument("--debug-icount", nargs="*", type=Path, default=[],
+                        help="boot folders of 1-vCPU -icount debug boots")
+    parser.add_argument("--validate", action="store_true",
+                        help="check straight-line sections against the disassembly")
+    args = parser.parse_args(argv)
+    rows = tidy.read(args.run_dir / "tidy.tsv") if args.run_dir else []
+    for i, boot in enumerate(args.boots + args.debug_icount, 1):
+        rows += rows_of_boot(boot, i)
+    repeatable = print_tables(rows)
+    cs_boots = [b for b in args.boots if (b / tcg_cs.OUTPUT).exists()]
+    if args.run_dir:
+        cs_boots += sorted((args.run_dir / "boots").glob(f"*-{tcg_cs.MODE}-*"))
+    agree = print_validation(cs_boots) if args.validate else True
+    return 0 if repeatable and agree else 1
+
+
+def print_validation(boot_dirs: list[Path], out=sys.stdout) -> bool:
+    """Straight-line sections per boot; True when every one agrees."""
+    layout = default_layout()
+    print("\n## Straight-line sections: disassembly against the plugin\n", file=out)
+    print("| boot | sites | agree | disagreeing (site, class, expected, measured min) |",
+          file=out)
+    print("|---|---|---|---|", file=out)
+    every = True
+    images: dict = {}
+    for boot in boot_dirs:
+        checks = cs_validation.check_boot(layout, boot, images)
+        sites = {c.site: c for c in checks}  # a site seen in several windows once
+        bad = [c for c in sites.values() if not c.agrees]
+        every = every and not bad
+        print(f"| {boot.name} | {len(sites)} | {len(sites) - len(bad)} | "
+              + "; ".join(f"{c.function} {c.lock_class} {c.expected} {c.measured_min}"
+                          for c in bad) + " |", file=out)
+    return every
+
+
+if __name__ == "__main__":
+    sys.exit(main())
