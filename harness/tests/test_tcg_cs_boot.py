@@ -12,7 +12,8 @@ from harness.boot import runner, tcg_cs
 from harness.guest import initramfs, plan, workloads
 from harness.layout import default_layout
 
-pytestmark = pytest.mark.boot
+# Another kernel image than the one make test builds: make test-extra runs it.
+pytestmark = [pytest.mark.boot, pytest.mark.extra_image]
 
 
 def test_mainline_tcg_cs_boot_measures_critical_sections(tmp_path):
