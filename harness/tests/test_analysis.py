@@ -3,12 +3,9 @@
 from harness.analysis import evidence
 from harness.report import document
 from harness.run import tidy
+from harness.tests.conftest import row
 
 
-def row(kernel, metric, value, *, flavour="perf", mode="tcg", cpus=2, rep=1, lock="",
-        phase="create-unlink", fs="tmpfs", cell=None, status="ok"):
-    return tidy.Row(kernel, flavour, mode, "create-unlink", fs, cpus, cpus, rep, phase, lock,
-                    metric, value, "", status, cell or f"{kernel}-{flavour}-{mode}-{cpus}-{rep}")
 
 
 def test_exact_lock_counts_decide_even_with_two_kernels_one_boot_each():

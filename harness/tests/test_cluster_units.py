@@ -12,8 +12,8 @@ from harness.layout import REPO_ROOT, Layout
 from harness.report import document
 from harness.run import execute, matrix, nodejob, tidy
 from harness.run.estimate import StepTimes
-from harness.tests.test_analysis import row
-from harness.tests.test_report import make_run
+from harness.tests.conftest import row
+from harness.tests.conftest import make_run
 
 CREATE = workloads.load_all(REPO_ROOT / "workloads")["create-unlink"]
 

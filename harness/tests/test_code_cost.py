@@ -10,6 +10,7 @@ import pytest
 from harness.kernels import series
 from harness.layout import Layout, default_layout
 from harness.report import code_cost, patch_text, run_inputs
+from harness.tests.conftest import manifest_for
 
 # A trylock loop (one trylock, one cpu_relax, one goto again), one drop and
 # re-take of i_lock, a comment that names a trylock, and a mail signature
@@ -101,15 +102,6 @@ def test_numstat_agrees_with_the_diffstat_of_every_committed_patch():
             int(g or 0) for g in summary.groups()), p.path.name
 
 
-def manifest_for(layout: Layout, kernels: list[str]) -> dict:
-    out = {}
-    for kernel in kernels:
-        patches = series.resolve(layout, kernel).patches
-        out[kernel] = {"package_version": "6.1.192-3", "kernel_version": "6.1.192",
-                       "images": {}, "patches": [
-                           {"series": p.series, "file": p.path.name, "sha256": p.sha256,
-                            "subject": p.subject} for p in patches]}
-    return {"kernels": out}
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from harness.run import estimate
 from harness.run.cells import CellStore, StoredCell
 from harness.layout import default_layout
 from harness.tests.conftest import add_patch
-from harness.tests.test_report import make_run
+from harness.tests.conftest import make_run
 
 
 def test_publish_keeps_report_material_not_raw_boots(layout, tmp_path):

@@ -8,8 +8,8 @@ from harness.analysis import evidence, rerun
 from harness.report import document, run_inputs
 from harness.layout import Layout
 from harness.run import tidy
-from harness.tests.test_analysis import row
-from harness.tests.test_report import make_run
+from harness.tests.conftest import row
+from harness.tests.conftest import make_run
 
 
 def boots(values: list[float], label: str = "create-unlink on tmpfs") -> list[dict]:

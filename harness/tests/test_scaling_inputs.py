@@ -6,45 +6,19 @@ import json
 import pytest
 
 from harness import cli
-from harness.analysis import evidence, published, queueing, scaling_inputs
+from harness.analysis import published, queueing, scaling_inputs
 from harness.analysis import scaling_validation
 from harness.layout import default_layout
 from harness.run import tidy
-
-CASE = evidence.Case("create-unlink", "tmpfs", "create-unlink")
-
-
-def row(kernel, flavour, mode, cpus, procs, lock, metric, value, rep=1, unit=""):
-    return tidy.Row(kernel, flavour, mode, CASE.workload, CASE.fs, cpus, procs, rep, CASE.phase,
-                    lock, metric, value, unit, "ok", f"{kernel}-{flavour}-{mode}-{cpus}-{rep}")
+from harness.tests.conftest import CASE, lock_rows, mainline_rows
+from harness.tests.conftest import scaling_row as row
 
 
-def lock_rows(kernel, cpus, procs, rate, locks):
-    """Debug rows: throughput and (role, acquisitions/op, hold µs, contentions/op, wait µs/op)."""
-    out = [row(kernel, "debug", "tcg", cpus, procs, "", "throughput", rate, unit="op/s")]
-    for role, acq, hold, cont, wait in locks:
-        out += [row(kernel, "debug", "tcg", cpus, procs, role, "acquisitions_per_op", acq),
-                row(kernel, "debug", "tcg", cpus, procs, role, "holdtime_avg", hold),
-                row(kernel, "debug", "tcg", cpus, procs, role, "holdtime_per_op", acq * hold),
-                row(kernel, "debug", "tcg", cpus, procs, role, "contentions_per_op", cont),
-                row(kernel, "debug", "tcg", cpus, procs, role, "waittime_per_op", wait)]
-    return out
 
 
-def mainline_rows():
-    # 1000 debug ops/s: an operation is 1000 µs; sb_list 2 x 10 µs is 2% of it.
-    rows = lock_rows("mainline", 1, 1, 1000.0, [("sb_list", 2.0, 10.0, 0, 0),
-                                                 ("i_lock", 8.0, 5.0, 0, 0)])
-    rows += lock_rows("mainline", 2, 2, 1800.0, [("sb_list", 2.0, 10.0, 0.05, 0.4),
-                                                  ("i_lock", 8.0, 5.0, 0.0, 0.0)])
-    # -icount: 12500 ops/s is 80 µs of virtual time, 20,000 instructions at 4 ns.
-    rows.append(row("mainline", "perf", "tcg-icount", 1, 1, "", "throughput", 12500.0,
-                    unit="op/s"))
-    for rep, (one, two) in enumerate(((10000.0, 18000.0), (10200.0, 18400.0),
-                                      (9800.0, 17600.0)), 1):
-        rows.append(row("mainline", "perf", "tcg", 1, 1, "", "throughput", one, rep, "op/s"))
-        rows.append(row("mainline", "perf", "tcg", 2, 2, "", "throughput", two, rep, "op/s"))
-    return rows
+
+
+
 
 
 def test_fallback_inputs_are_derived_and_labelled(tmp_path):

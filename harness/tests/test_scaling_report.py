@@ -6,7 +6,8 @@ import json
 from harness.layout import default_layout
 from harness.report import document
 from harness.run import tidy
-from harness.tests.test_scaling_inputs import lock_rows, mainline_rows, row
+from harness.tests.conftest import lock_rows, mainline_rows
+from harness.tests.conftest import scaling_row as row
 
 
 def make_run(tmp_path):

@@ -12,8 +12,8 @@ import pytest
 from harness.report import charts, document, slides, svg_pages
 from harness.run import tidy
 from harness.layout import Layout, default_layout
-from harness.tests.test_analysis import row
-from harness.tests.test_code_cost import manifest_for
+from harness.tests.conftest import row
+from harness.tests.conftest import manifest_for
 
 KERNELS = ("mainline", "base", "chinner", "piggin")
 # icache locks per create+unlink on tmpfs, by kernel: piggin takes i_lock 6 more times.

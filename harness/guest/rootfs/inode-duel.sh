@@ -90,7 +90,8 @@ run_limited() {
 	watchdog=$!
 	wait "$pid"
 	rc=$?
-	kill -KILL -"$watchdog" 2>/dev/null
+	# The watchdog may not have called setsid yet: kill it by pid and by group.
+	kill -KILL "$watchdog" -"$watchdog" 2>/dev/null
 	kill -KILL -"$pid" 2>/dev/null
 	return $rc
 }
