@@ -439,7 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-ERRORS = (tcg_cs.TcgCsError, series.SeriesError, kbuild.BuildError, workloads.WorkloadError, source.SourceError,
+ERRORS = (tcg_cs.TcgCsError, series.SeriesError, kbuild.BuildError, workloads.WorkloadError,
+          source.SourceError,
           initramfs.GuestError, qemu.QemuError, charts.ChartError, reference.ReferenceError,
           slides.DeckError, svg_pages.PageError, slurm.SlurmError, nodejob.NodeJobError,
           FileNotFoundError)

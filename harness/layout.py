@@ -40,6 +40,15 @@ class Layout:
     def series_dir(self, name: str) -> Path:
         return self.repo / f"series-{name}"
 
+    def design_file(self, kernel: str, kind: str) -> Path:
+        """A file describing the design a kernel implements (kind: lock-order,
+        lock-scope): its series' (NAME@K: the series' final one), or mainline's
+        in harness/."""
+        name = kernel.split("@", 1)[0]
+        if name == "mainline":
+            return self.repo / "harness" / f"mainline.{kind}"
+        return self.series_dir(name) / kind
+
     @property
     def committed_reference(self) -> Path:
         """The reference run committed in the checkout (results/reference of the repo)."""

@@ -166,16 +166,8 @@ def parse(path: Path) -> LockOrder:
     return LockOrder(path, patterns, frozenset(allowed))
 
 
-def file_for(layout: Layout, kernel: str) -> Path:
-    """The lock-order of the design a kernel implements (NAME@K: its series')."""
-    name = kernel.split("@", 1)[0]
-    if name == "mainline":
-        return MAINLINE_FILE
-    return layout.series_dir(name) / "lock-order"
-
-
 def for_kernel(layout: Layout, kernel: str) -> LockOrder:
-    path = file_for(layout, kernel)
+    path = layout.design_file(kernel, "lock-order")
     if not path.exists():
         raise LockOrderError(f"{path} is missing: every series ships its lock-order")
     return parse(path)

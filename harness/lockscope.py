@@ -34,7 +34,6 @@ from pathlib import Path
 from harness.layout import Layout
 from harness.lockorder import ROLES
 
-MAINLINE_FILE = Path(__file__).resolve().parent / "mainline.lock-scope"
 SCOPES = ("global", "per-superblock", "per-bdi-writeback", "per-numa-node", "per-bucket",
           "per-cpu", "per-inode")
 # Scopes whose one instance every worker of a workload on one filesystem shares.
@@ -127,16 +126,8 @@ def parse(path: Path) -> LockScope:
     return LockScope(path, roles)
 
 
-def file_for(layout: Layout, kernel: str) -> Path:
-    """The lock-scope of the design a kernel implements (NAME@K: its series' final one)."""
-    name = kernel.split("@", 1)[0]
-    if name == "mainline":
-        return MAINLINE_FILE
-    return layout.series_dir(name) / "lock-scope"
-
-
 def load_for(layout: Layout, kernel: str) -> LockScope:
-    path = file_for(layout, kernel)
+    path = layout.design_file(kernel, "lock-scope")
     if not path.exists():
         raise LockScopeError(f"{path} is missing: every series ships its lock-scope")
     return parse(path)
