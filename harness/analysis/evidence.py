@@ -294,6 +294,26 @@ def lockdep_counts(rows: list[Row]) -> dict[tuple[str, str, str], int]:
     return counts
 
 
+def kernel_reports(rows: list[Row], flavour: str) -> dict[tuple[str, str, str], dict[str, int]]:
+    """(kernel, workload, fs) -> kernel reports by kind in the boots of one flavour.
+
+    Every measured step of the flavour has an entry, so a case where the
+    checkers found nothing is there with no kinds: zero is shown as zero.
+    """
+    found: dict[tuple[str, str, str], dict[str, int]] = {}
+    for r in rows:
+        if r.flavour != flavour:
+            continue
+        key = (r.kernel, r.workload, r.fs)
+        if r.metric == "lockdep_reports":
+            found.setdefault(key, {})
+        elif r.metric.startswith("reports."):
+            kinds = found.setdefault(key, {})
+            kind = r.metric.split(".", 1)[1]
+            kinds[kind] = kinds.get(kind, 0) + int(r.value)
+    return found
+
+
 def retries(rows: list[Row], cpus: int) -> dict[tuple[str, str, str], float]:
     """(kernel, case label, counter) -> retries per operation (debug, mean over boots)."""
     values: dict[tuple[str, str, str], list[float]] = defaultdict(list)

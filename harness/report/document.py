@@ -180,6 +180,7 @@ class ReportBuilder:
         self.icount_section()
         self.retries_section()
         self.lockdep_section()
+        self.sanitizer_section()
         self.conformance_section()
         self.blocks += code_cost_section.section(self.layout, self.run_dir, self.manifest,
                                                  self.conformance, self.kernels, self.chart_stem)
@@ -434,6 +435,29 @@ class ReportBuilder:
         else:
             self.blocks.append(Para("No kernel report (lockdep, RCU, atomic sleep, WARN, BUG, "
                                     "panic) in any boot of this run."))
+
+    def sanitizer_section(self) -> None:
+        """What KASAN, list, object and RCU debugging found, per kernel and workload."""
+        found = evidence.kernel_reports(self.rows, "sanitize")
+        if not found:
+            return
+        self.blocks.append(Heading(2, "Sanitizer results"))
+        self.blocks.append(Para(
+            "Kernel reports in the sanitize flavour's boots (lockdep plus KASAN, list "
+            "debugging, object and RCU-head debugging, PROVE_RCU), by kernel and workload, "
+            "over every vCPU count of this run; 0 means every step ran and nothing was "
+            "reported."))
+        cases = sorted({(w, fs) for (_, w, fs) in found})
+        kernels = [k for k in self.kernels if any(k == key[0] for key in found)]
+        table = []
+        for workload, fs in cases:
+            cells = []
+            for kernel in kernels:
+                kinds = found.get((kernel, workload, fs))
+                cells.append("n/a" if kinds is None else ", ".join(
+                    f"{kind} {n}" for kind, n in sorted(kinds.items())) or "0")
+            table.append([f"{workload}/{fs}", *cells])
+        self.blocks.append(Table(["workload", *kernels], table))
 
     def conformance_section(self) -> None:
         self.blocks.append(Heading(2, "Lock-order conformance"))

@@ -115,3 +115,15 @@ def test_tallies_count_each_kernels_outcomes_by_evidence():
                                 ["mainline", "chinner", "piggin"])
     assert table.rows[0][:2] == ["chinner", "lock acquisitions/op (exact), 1 vCPU"]
     assert ["piggin", "lock acquisitions/op (exact), 1 vCPU", "0", "0", "1 (+75.0%)"] in table.rows
+
+
+def test_sanitizer_reports_by_case_show_zero_as_zero():
+    rows = [row("piggin", "lockdep_reports", 0, flavour="sanitize", fs="ext4"),
+            row("piggin", "reports.bug", 1, flavour="sanitize", fs="ext4"),
+            row("piggin", "reports.bug", 1, flavour="sanitize", fs="ext4", rep=2),
+            row("mainline", "lockdep_reports", 0, flavour="sanitize", fs="ext4"),
+            row("mainline", "lockdep_reports", 0, flavour="debug", fs="ext4"),
+            row("mainline", "reports.warn", 1, flavour="debug", fs="ext4")]
+    assert evidence.kernel_reports(rows, "sanitize") == {
+        ("piggin", "create-unlink", "ext4"): {"bug": 2},
+        ("mainline", "create-unlink", "ext4"): {}}
