@@ -19,9 +19,10 @@ import argparse
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from harness import progress
+from harness import lockorder, progress
 from harness.boot import qemu, runner
 from harness.guest import initramfs, plan, workloads
 from harness.kernels import kbuild
@@ -57,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     image = kbuild.build(layout, args.kernel, "perf")
     files = initramfs.prepare(layout)
+    order = lockorder.for_kernel(layout, args.kernel)
     chosen = workloads.select(workloads.load_all(layout.workloads), "default")
     steps = plan.make_steps([(w, fs, p) for w in chosen for fs in w.filesystems
                              for p in w.procs_for(1)])
@@ -70,17 +72,17 @@ def main(argv: list[str] | None = None) -> int:
         guest = files
         if args.fresh_disk:
             disk = folder / "fresh-ext4.img"
-            initramfs.make_disk(disk)
-            guest = initramfs.GuestFiles(files.initramfs, disk)
+            initramfs.make_disk(disk, "ext4")
+            guest = replace(files, disks={**files.disks, "ext4": disk})
         meter.start(name + (" (fresh ext4 image)" if args.fresh_disk else ""))
         load_before = os.getloadavg()
         record = runner.run_boot(image, guest, qemu.Machine("tcg", 1, icount=True), steps,
-                                 folder, "icount spread")
+                                 folder, "icount spread", order)
         if args.fresh_disk:
-            initramfs.remove_scratch(folder / "fresh-ext4.img")
+            disk.unlink()
         collected.append({"boot": name, "kernel": args.kernel, "image": image.key,
                           "initramfs": files.initramfs.name,
-                          "disk": "fresh" if args.fresh_disk else files.disk.name,
+                          "disk": "fresh" if args.fresh_disk else files.disks["ext4"].name,
                           "status": record.status, "wall_s": round(record.wall_s, 1),
                           "loadavg_before": [round(x, 2) for x in load_before],
                           "loadavg_after": [round(x, 2) for x in os.getloadavg()],

@@ -95,7 +95,9 @@ def run_job(spec: JobSpec) -> runner.BootRecord:
     out = Path(spec.out)
     shutil.rmtree(out, ignore_errors=True)  # a requeued job starts over
     image = KernelImage(spec.kernel, spec.flavour, spec.image_key, Path(spec.image_dir))
-    files = initramfs.GuestFiles(Path(spec.initramfs), {fs: Path(p) for fs, p in spec.disks.items()})
+    # The submitting host keyed the cells: a node needs no workload digests.
+    files = initramfs.GuestFiles(Path(spec.initramfs),
+                                 {fs: Path(p) for fs, p in spec.disks.items()}, digests={})
     order = lockorder.parse(Path(spec.lock_order))
     record = runner.run_boot(image, files, spec.machine, spec.plan_steps(), out, spec.header,
                              order, on_line=_marker_printer)

@@ -16,7 +16,7 @@ import hashlib
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.guest import initramfs
@@ -84,4 +84,5 @@ def stage(shared: Path, files: initramfs.GuestFiles) -> Staging:
         # their modification time tells a remade one apart.
         disks[fs] = guest / f"{disk.stem}-{disk.stat().st_mtime_ns}{disk.suffix}"
         place(disk, disks[fs])
-    return Staging(shared, code, initramfs.GuestFiles(staged_initramfs, disks))
+    return Staging(shared, code,
+                   replace(files, initramfs=staged_initramfs, disks=disks))
