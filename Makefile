@@ -46,7 +46,7 @@ HARNESS = $(PYTHON) -m harness
 PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static gnuplot-nox \
 	graphviz python3-pytest flex bison libelf-dev libssl-dev bc e2fsprogs xfsprogs gcc make \
 	gcc-powerpc64-linux-gnu librsvg2-bin poppler-utils \
-	slurm-wlm munge distcc
+	slurm-wlm munge distcc python3-mypy python3-pyflakes
 # And the packages the workloads declare (packages = ... in workloads/*.wl:
 # fio, fsmark, dbench, stress-ng, ...), as the harness reads them. A broken
 # declaration gives none here; check-workloads then names its file and line.
