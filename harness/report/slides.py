@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from harness.analysis import evidence
-from harness.layout import Layout
+from harness.layout import Layout, slug
 from harness.report import charts, code_cost, code_cost_section, document, run_inputs
 from harness.report.svg_pages import Bullets, Grid, Page, Picture, Text, SMALL_PX, write_pdf
 
@@ -292,7 +292,7 @@ class Deck:
         for b in m["boots"]:
             name = b["directory"].split("/")[-1]
             for k in r.kernels:
-                if f"-{k.replace('@', '_at_')}-debug-" in f"-{name}":
+                if f"-{slug(k)}-debug-" in f"-{name}":
                     debug_boots[k] = debug_boots.get(k, 0) + 1
         rows, total_reports, total_violations = [], 0, 0
         for k in r.kernels:
