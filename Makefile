@@ -78,7 +78,7 @@ report:
 
 # A PDF deck (at most 12 slides) of the latest run or RUN_DIR: RUN_DIR/slides.pdf.
 slides: $(DEPS_STAMP)
-	$(HARNESS) slides $(RUN_DIR) --baseline $(BASELINE)
+	$(HARNESS) slides $(RUN_DIR) $(if $(BASELINE),--baseline $(BASELINE))
 
 # Publish the latest run (or RUN_DIR) as the committed reference run.
 reference:
