@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from harness.analysis import evidence
+from harness.analysis.scaling_inputs import HANDOFF_BAND, HANDOFF_NS
 from harness.layout import Layout, slug
 from harness.report import charts, code_cost, code_cost_section, document, run_inputs
 from harness.report.svg_pages import Bullets, Grid, Page, Picture, Text, SMALL_PX, write_pdf
@@ -28,6 +29,9 @@ from harness.report.svg_pages import Bullets, Grid, Page, Picture, Text, SMALL_P
 MAX_SLIDES = 12
 # The two designs of the duel; mainline and base are the references they are held against.
 DESIGNS = ("chinner", "piggin")
+# The -icount table's rows that stay readable on a projector; cases where no
+# kernel is apart are folded into one line beyond it.
+ICOUNT_ROWS = 14
 SLIDE_STYLE = charts.Style(font="DejaVu Sans,22", size=(1480, 600), line_width=4)
 SCALING_HEADING = "Scaling prediction"
 # Column names short enough for large type.
@@ -216,7 +220,13 @@ class Deck:
                      "kernel spends per operation; this run has none.")], self.footer)
         others = [k for k in r.kernels if k != r.baseline]
         rows, emphasis = [], {}
+        unclaimed = [v for v in icount
+                     if all(v.outcome(k) not in ("better", "worse") for k in others)]
+        folded = unclaimed[max(0, ICOUNT_ROWS - (len(icount) - len(unclaimed))):] \
+            if len(icount) > ICOUNT_ROWS else []
         for v in icount:
+            if v in folded:
+                continue
             row = [self.label(v.case)]
             floor = None
             for k in others:
@@ -248,6 +258,8 @@ class Deck:
                  emphasis=emphasis),
             Text(f"Change of operations per emulated second at 1 vCPU against {r.baseline}. "
                  "✓: outside the run's intervals and the measured rerun spread; ≈: inside. "
+                 + (f"{len(folded)} more cases where no kernel is apart are in the report "
+                    f"({', '.join(self.label(v.case) for v in folded)}). " if folded else "")
                  + "; ".join(rest), size=SMALL_PX, colour="#555555"),
         ], self.footer)
 
@@ -279,9 +291,17 @@ class Deck:
                      "report.", size=30)], self.footer)
         parts = []
         if text:
-            parts.append(Text(text.replace("**", "").replace("`", ""), size=24))
+            # The report explains the model; the slide keeps what was fed to it.
+            plain = text.replace("**", "").replace("`", "")
+            inputs = plain.partition("Inputs of this run: ")[2].split("; ")[:2]
+            parts.append(Text(
+                "Every CPU runs the workload back to back and queues on each shared icache "
+                "lock as often as the debug kernel counted, for its critical section plus a "
+                f"hand-off of {HANDOFF_NS:g} ns (shaded: {HANDOFF_BAND[0]:g}-"
+                f"{HANDOFF_BAND[1]:g} ns). Inputs: " + "; ".join(inputs) + ".", size=26))
         if chart:
-            parts.append(Picture([self.picture(chart.chart)], [chart.caption]))
+            parts.append(Picture([self.picture(chart.chart)],
+                                 [chart.caption.split(". ")[0]]))
         return Page(SCALING_HEADING + " (a model's prediction, not a measurement)", parts,
                     self.footer)
 

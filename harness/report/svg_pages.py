@@ -148,6 +148,12 @@ def render(page: Page, number: int, total: int) -> str:
             g.size = max(MIN_TABLE_PX, g.size - 2)
         fixed = sum(_height(p, room) for p in page.parts)
     pictures = [p for p in page.parts if isinstance(p, Picture)]
+    for p in pictures:
+        box_w = (room - (len(p.paths) - 1) * 30) / len(p.paths)
+        for caption in p.captions:
+            if len(wrap(caption, SMALL_PX, box_w)) > 1:
+                raise PageError(f"slide {number} ({page.title!r}): the caption {caption!r} "
+                                "is wider than its picture; say less in it")
     picture_room = (bottom - y - fixed) / max(1, len(pictures))
     if pictures and picture_room < 200:
         raise PageError(f"slide {number} ({page.title!r}): {picture_room:.0f}px left for "
