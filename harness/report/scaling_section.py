@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,13 +143,29 @@ class Section:
         self._write_json()
         return b
 
-    def _sources(self) -> tuple[set[str], set[str]]:
-        insn = {i.insn_source for i in self.inputs if i.insn_per_op is not None}
-        hold = {i.hold_source for i in self.inputs if i.insn_per_op is not None}
-        return insn, hold
+    def _sources(self) -> str:
+        """Where the model's inputs came from, counted over the run's kernel-cases and
+        their lock roles; the roles that fell back are named per kernel."""
+        used = [i for i in self.inputs if i.insn_per_op is not None]
+        insn = Counter(i.insn_source for i in used)
+        roles = [(i.kernel, r) for i in used for r in i.roles]
+        counted = sum(1 for _, r in roles if r.cs_share is not None)
+        fell_back: dict[str, set[str]] = {}
+        for kernel, r in roles:
+            if r.cs_share is None:
+                fell_back.setdefault(kernel, set()).add(r.role)
+        parts = [f"{source} for {n} of {len(used)} kernel-cases"
+                 for source, n in sorted(insn.items())]
+        parts.append(f"{scaling_inputs.CS_HOLD} for {counted} of {len(roles)} lock roles "
+                     "of those cases")
+        if fell_back:
+            parts.append("the other roles ("
+                         + "; ".join(f"{k}: {', '.join(sorted(v))}"
+                                     for k, v in sorted(fell_back.items()))
+                         + f") use {scaling_inputs.FALLBACK_HOLD}")
+        return "; ".join(parts)
 
     def _introduction(self) -> str:
-        insn, hold = self._sources()
         return (
             "What this machine cannot run, a closed queueing model predicts from what it "
             "measures exactly (docs/scaling-model.md, harness/analysis/queueing.py): every "
@@ -162,8 +178,7 @@ class Section:
             f"across sockets); **{NS_PER_INSN:g} ns per instruction** on the target machine "
             f"(band {NS_PER_INSN_BAND[0]:g}-{NS_PER_INSN_BAND[1]:g}; it scales every "
             "operation's measured time but not the hand-off, so it sets how much the hand-off "
-            "weighs). Inputs of this run: " + "; ".join(sorted(insn)) + "; "
-            + "; ".join(sorted(hold)) + ".")
+            "weighs). Inputs of this run: " + self._sources() + ".")
 
     def _cases(self) -> list[evidence.Case]:
         return sorted({case for (_, case) in self.banded},
