@@ -118,17 +118,31 @@ def test_the_scaling_slide_takes_the_reports_prediction(run):
     chart = charts.clustered_bars(stem, "predicted", ["1"], ["chinner"],
                                   [("ops/s", {("1", "chinner"): 1.0})], ["chinner"])
     deck.blocks += [document.Heading(2, "Scaling prediction"),
-                    document.Para("Predicted from the exact counts, with its inputs."),
-                    document.ChartBlock(chart, "predicted throughput")]
+                    document.Para("The model, at length. Inputs of this run: counted A for "
+                                  "1 of 1 cases; counted B for 3 of 4 roles; the other role "
+                                  "(chinner: wb) falls back."),
+                    document.ChartBlock(chart, "predicted throughput. Points: measured")]
     page = deck.scaling()
     assert page.title.startswith("Scaling prediction (a model's prediction")
-    assert page.parts[0].text == "Predicted from the exact counts, with its inputs."
+    # The slide keeps the inputs, not the report's explanation or its fallback list.
+    assert page.parts[0].text.endswith(
+        "Inputs: counted A for 1 of 1 cases; counted B for 3 of 4 roles.")
+    assert "at length" not in page.parts[0].text
+    assert page.parts[1].captions == ["predicted throughput"]
     assert page.parts[1].paths == [deck.folder / "prediction.svg"]
 
 
 def test_a_page_that_says_too_much_is_refused(tmp_path):
     page = svg_pages.Page("Too much", [svg_pages.Text("word " * 2000)])
     with pytest.raises(svg_pages.PageError, match="slide 1 .'Too much'. overflows"):
+        svg_pages.write_pdf([page], tmp_path, tmp_path / "deck.pdf", 0)
+
+
+def test_a_caption_wider_than_its_picture_is_refused(tmp_path):
+    picture = tmp_path / "p.svg"
+    picture.write_text("<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'/>")
+    page = svg_pages.Page("Wide", [svg_pages.Picture([picture], ["caption " * 60])])
+    with pytest.raises(svg_pages.PageError, match="caption .* is wider than its picture"):
         svg_pages.write_pdf([page], tmp_path, tmp_path / "deck.pdf", 0)
 
 
