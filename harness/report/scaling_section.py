@@ -31,6 +31,10 @@ from harness.report import blocks as doc
 from harness.run.tidy import Row
 
 MAX_CPUS = 256
+# How the introduction names the model's inputs; the slide keeps them without
+# the clause that lists the roles which fell back.
+INPUTS_LEAD = "Inputs of this run: "
+FALLBACK_LEAD = "the other role"
 AT_CPUS = 64
 CHART_CPUS = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256]
 # Two kernels whose predictions at 64 CPUs differ by less than this, at any
@@ -159,7 +163,7 @@ class Section:
         parts.append(f"{scaling_inputs.CS_HOLD} for {counted} of {len(roles)} lock roles "
                      "of those cases")
         if fell_back:
-            parts.append("the other roles ("
+            parts.append(f"{FALLBACK_LEAD}s ("
                          + "; ".join(f"{k}: {', '.join(sorted(v))}"
                                      for k, v in sorted(fell_back.items()))
                          + f") use {scaling_inputs.FALLBACK_HOLD}")
@@ -178,7 +182,7 @@ class Section:
             f"across sockets); **{NS_PER_INSN:g} ns per instruction** on the target machine "
             f"(band {NS_PER_INSN_BAND[0]:g}-{NS_PER_INSN_BAND[1]:g}; it scales every "
             "operation's measured time but not the hand-off, so it sets how much the hand-off "
-            "weighs). Inputs of this run: " + self._sources() + ".")
+            "weighs). " + INPUTS_LEAD + self._sources() + ".")
 
     def _cases(self) -> list[evidence.Case]:
         return sorted({case for (_, case) in self.banded},

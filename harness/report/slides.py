@@ -23,7 +23,8 @@ from pathlib import Path
 from harness.analysis import evidence
 from harness.analysis.scaling_inputs import HANDOFF_BAND, HANDOFF_NS
 from harness.layout import Layout, slug
-from harness.report import charts, code_cost, code_cost_section, document, run_inputs
+from harness.report import (charts, code_cost, code_cost_section, document, run_inputs,
+                            scaling_section)
 from harness.report.svg_pages import Bullets, Grid, Page, Picture, Text, SMALL_PX, write_pdf
 
 MAX_SLIDES = 12
@@ -222,8 +223,7 @@ class Deck:
         rows, emphasis = [], {}
         unclaimed = [v for v in icount
                      if all(v.outcome(k) not in ("better", "worse") for k in others)]
-        folded = unclaimed[max(0, ICOUNT_ROWS - (len(icount) - len(unclaimed))):] \
-            if len(icount) > ICOUNT_ROWS else []
+        folded = unclaimed[max(0, ICOUNT_ROWS - (len(icount) - len(unclaimed))):]
         for v in icount:
             if v in folded:
                 continue
@@ -293,12 +293,13 @@ class Deck:
         if text:
             # The report explains the model; the slide keeps what was fed to it.
             plain = text.replace("**", "").replace("`", "")
-            inputs = plain.partition("Inputs of this run: ")[2].split("; ")[:2]
+            listed = plain.partition(scaling_section.INPUTS_LEAD)[2].rstrip(".")
+            inputs = listed.partition("; " + scaling_section.FALLBACK_LEAD)[0]
             parts.append(Text(
                 "Every CPU runs the workload back to back and queues on each shared icache "
                 "lock as often as the debug kernel counted, for its critical section plus a "
                 f"hand-off of {HANDOFF_NS:g} ns (shaded: {HANDOFF_BAND[0]:g}-"
-                f"{HANDOFF_BAND[1]:g} ns). Inputs: " + "; ".join(inputs) + ".", size=26))
+                f"{HANDOFF_BAND[1]:g} ns). Inputs: {inputs}.", size=26))
         if chart:
             parts.append(Picture([self.picture(chart.chart)],
                                  [chart.caption.split(". ")[0]]))

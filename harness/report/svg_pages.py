@@ -127,6 +127,11 @@ def _height(part: Part, room: float) -> float:
     return 0.0  # pictures take what is left
 
 
+def _box_width(picture: Picture, room: float) -> float:
+    """Each image's width when the picture's images share a line, 30 px apart."""
+    return (room - (len(picture.paths) - 1) * 30) / len(picture.paths)
+
+
 def render(page: Page, number: int, total: int) -> str:
     room = WIDTH - 2 * MARGIN
     out = [f"<svg xmlns='http://www.w3.org/2000/svg' xmlns:xlink='http://www.w3.org/1999/xlink'"
@@ -149,9 +154,8 @@ def render(page: Page, number: int, total: int) -> str:
         fixed = sum(_height(p, room) for p in page.parts)
     pictures = [p for p in page.parts if isinstance(p, Picture)]
     for p in pictures:
-        box_w = (room - (len(p.paths) - 1) * 30) / len(p.paths)
         for caption in p.captions:
-            if len(wrap(caption, SMALL_PX, box_w)) > 1:
+            if len(wrap(caption, SMALL_PX, _box_width(p, room))) > 1:
                 raise PageError(f"slide {number} ({page.title!r}): the caption {caption!r} "
                                 "is wider than its picture; say less in it")
     picture_room = (bottom - y - fixed) / max(1, len(pictures))
@@ -201,9 +205,8 @@ def render(page: Page, number: int, total: int) -> str:
                                f"y1='{y:.0f}' y2='{y:.0f}' stroke='#1b6ca8' stroke-width='2'/>")
             y += 16
         elif isinstance(part, Picture):
-            n = len(part.paths)
             caption_h = SMALL_PX * 1.6 if part.captions else 0
-            box_w = (room - (n - 1) * 30) / n
+            box_w = _box_width(part, room)
             box_h = picture_room - caption_h - 10
             for i, path in enumerate(part.paths):
                 x = MARGIN + i * (box_w + 30)
