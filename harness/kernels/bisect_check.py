@@ -56,7 +56,6 @@ def check_series(layout: Layout, name: str, cpus: int = 2) -> list[PointResult]:
     if not patches:
         raise series.SeriesError(f"series-{name} has no patches")
     smoke = workloads.load_all(layout.workloads)[SMOKE_WORKLOAD]
-    files = initramfs.prepare(layout, [smoke])
     results = []
     meter = progress.Steps(len(patches), f"bisect-check {name}")
     for patch in patches:
@@ -67,6 +66,9 @@ def check_series(layout: Layout, name: str, cpus: int = 2) -> list[PointResult]:
             progress.say(f"  checkpatch: {errors} errors in {patch.path.name}\n{report}")
         image = kbuild.build(layout, kernel, "debug")
         steps = plan.make_steps([(smoke, fs, cpus) for fs in smoke.filesystems])
+        # Prepared after the build, which may wait long for the build lock:
+        # checkouts sharing the build folder prune old initramfs files meanwhile.
+        files = initramfs.prepare(layout, [smoke])
         folder = layout.bisect_dir(kernel, image.key)
         record = runner.run_boot(image, files, qemu.Machine("tcg", cpus), steps, folder,
                                  f"bisect-check {kernel}", lockorder.for_kernel(layout, kernel))
