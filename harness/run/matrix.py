@@ -30,7 +30,7 @@ import os
 from dataclasses import dataclass, field, replace
 
 from harness import host
-from harness.boot import qemu, tcg_cs
+from harness.boot import qemu, runner, tcg_cs
 from harness.guest import plan
 from harness.guest.workloads import Workload
 from harness.kernels.kbuild import DEFAULT_FLAVOURS, KernelImage
@@ -59,6 +59,10 @@ class BootConfig:
     def slug(self) -> str:
         return (f"{slug(self.kernel)}-{self.flavour}-{self.mode}-"
                 f"c{self.cpus}-r{self.repetition}")
+
+    @property
+    def accel(self) -> str:
+        return "kvm" if self.mode.startswith("kvm") else "tcg"
 
     def machine(self, accel: str) -> qemu.Machine:
         return qemu.Machine(accel, self.cpus, icount=self.mode == "tcg-icount")
@@ -140,6 +144,9 @@ def cell_key(image: KernelImage, guest_digest: str, config: BootConfig, workload
     h.update(json.dumps([image.key, guest_digest, config.flavour, config.mode, machine.id,
                          config.cpus, config.repetition, fs, procs]).encode())
     h.update(workload.text.encode())
+    detectors = runner.detector_cmdline(config.flavour, config.accel)
+    if detectors:  # other thresholds, other reports
+        h.update(detectors.encode())
     if config.mode == tcg_cs.MODE:  # the plugin measures: a changed one measures anew
         h.update(tcg_cs.plugin_digest().encode())
     return h.hexdigest()[:20]

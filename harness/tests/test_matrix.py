@@ -92,3 +92,24 @@ def test_a_cell_measured_on_another_machine_takes_that_machines_key_and_mode(tmp
     (planned_small,) = matrix.plan_boots(m, {("mainline", "perf"): image}, digests, small)
     # The key is the one a run planned for that machine looks up: resume finds it.
     assert moved.key == planned_small.cells[0].key != cell.key
+
+
+def test_sanitize_cells_under_tcg_are_keyed_on_their_hang_detector_thresholds(tmp_path,
+                                                                             monkeypatch):
+    create = workloads.load_all(REPO_ROOT / "workloads")["create-unlink"]
+    here = host.Machine("Some CPU", 2, "tcg")
+
+    def key(flavour, mode="tcg"):
+        image = kbuild.KernelImage("base", flavour, "k1", tmp_path)
+        config = matrix.BootConfig("base", flavour, mode, 2, 1)
+        return matrix.cell_key(image, "g", config, create, "ext4", 2, here)
+
+    assert runner.detector_cmdline("sanitize", "tcg")
+    assert not runner.detector_cmdline("sanitize", "kvm")
+    assert not runner.detector_cmdline("debug", "tcg")
+    before = {f: key(f) for f in ("perf", "debug", "sanitize")}
+    kvm_before = key("sanitize", "kvm")
+    monkeypatch.setattr(runner, "SLOW_GUEST_DETECTORS", ("rcupdate.rcu_cpu_stall_timeout=60",))
+    assert key("sanitize") != before["sanitize"]
+    assert key("perf") == before["perf"] and key("debug") == before["debug"]
+    assert key("sanitize", "kvm") == kvm_before
