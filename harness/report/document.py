@@ -24,6 +24,19 @@ from harness.report.blocks import (Block, Bullets, ChartBlock, ChartRow, Heading
 from harness.run import matrix, tidy
 from harness.layout import Layout
 
+
+def boots_of(manifest: dict) -> list[dict]:
+    """Every boot the run's rows come from: measured by it, or reused from earlier runs."""
+    return manifest["boots"] + manifest.get("reused_boots", [])
+
+
+def boots_phrase(manifest: dict) -> str:
+    """'54 boots', or '60 boots (5 measured by this run, 55 reused from earlier runs)'."""
+    reused = len(manifest.get("reused_boots", []))
+    text = f"{len(boots_of(manifest))} boots"
+    return text + (f" ({len(manifest['boots'])} measured by this run, {reused} reused from "
+                   "earlier runs)" if reused else "")
+
 EVIDENCE_SHORT = {"exact": "lock acquisitions/op (exact)", "icount": "1 vCPU -icount rate",
                   "tcg": "TCG throughput", "scaling": "scaling in one boot"}
 
@@ -156,7 +169,7 @@ class ReportBuilder:
                  f"on {len(machines)} kinds of machine, each reported on its own below")
         b.append(Heading(1, f"inode-duel: {' vs '.join(self.kernels)}"))
         b.append(Para(
-            f"Run {self.run_dir.name}, {m['created']}: {len(m['boots'])} boots in "
+            f"Run {self.run_dir.name}, {m['created']}: {boots_phrase(m)}; the run took "
             f"{fmt(m['wall_seconds'] / 60, 2)} minutes {where}; baseline **{self.baseline}**"
             + (f" ({self.requested_baseline} was asked for but is not in this run)"
                if self.requested_baseline and self.requested_baseline != self.baseline else "")
@@ -428,7 +441,7 @@ class ReportBuilder:
                                "workload (debug kernels)", columns, kernels, values)
         self.blocks.append(ChartBlock(chart, "Lockdep reports; after the first, lockdep is off for "
                                          "the rest of that boot, so a count of 1 means at least one"))
-        found = [(b["directory"], r) for b in self.manifest["boots"] for r in b["reports"]]
+        found = [(b["directory"], r) for b in boots_of(self.manifest) for r in b["reports"]]
         if found:
             self.blocks.append(Table(["boot", "kind", "title"],
                                      [[d, r["kind"], r["title"]] for d, r in found]))
@@ -573,7 +586,7 @@ class ReportBuilder:
             ["repetitions", f"perf {m['matrix']['repeat']}, debug {m['matrix']['debug_repeat']}, "
                             f"icount {m['matrix']['icount_repeat']}"],
             ["workloads", " ".join(m["matrix"]["workloads"])],
-            ["boots", f"{len(m['boots'])} ({m.get('reruns', 0)} steps rerun for host load)"],
+            ["boots", f"{boots_phrase(m)}; {m.get('reruns', 0)} steps rerun for host load"],
             ["wall time", f"{fmt(m['wall_seconds'] / 60, 2)} min"],
         ]))
         machines = m.get("machines", {})

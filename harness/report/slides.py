@@ -109,7 +109,7 @@ class Deck:
                 "structures, so only the locking model differs",
             ]),
             Text(f"This run: {', '.join(r.kernels)} ({built}); linux-source {versions}; "
-                 f"{len(m['boots'])} boots under {m['accel'].upper()} on a "
+                 f"{len(document.boots_of(m))} boots under {m['accel'].upper()} on a "
                  f"{m['host']['cpus']}-core host.", size=26, colour="#444444"),
         ], self.footer)
 
@@ -310,7 +310,7 @@ class Deck:
         r, m = self.report, self.report.manifest
         counts = evidence.lockdep_counts(r.rows)
         debug_boots = {}
-        for b in m["boots"]:
+        for b in document.boots_of(m):
             name = b["directory"].split("/")[-1]
             for k in r.kernels:
                 if f"-{slug(k)}-debug-" in f"-{name}":
@@ -326,7 +326,7 @@ class Deck:
                          str(len(info.get("edges", []))), str(violations)])
         flavours = m["matrix"].get("flavours", [])
         sanitizers = [f for f in flavours if f not in ("perf", "debug")]
-        kinds = sorted({rep["kind"] for b in m["boots"] for rep in b["reports"]})
+        kinds = sorted({rep["kind"] for b in document.boots_of(m) for rep in b["reports"]})
         title = (f"Lockdep: {total_reports} report{'s' if total_reports != 1 else ''} and "
                  f"{total_violations} lock-order violation{'s' if total_violations != 1 else ''}"
                  f" in {sum(debug_boots.values())} debug boots")

@@ -98,8 +98,10 @@ def rows_for(cell: Cell, outcome: runner.StepOutcome, reruns: int) -> list[tidy.
 
 
 def derive(layout: Layout, cells: list[tuple[Cell, StoredCell]],
-           order: lockorder.LockOrder) -> tuple[list[tidy.Row], list[lockorder.Edge]]:
-    """Rows of stored cells and the icache edges of their boots, from the boot folders.
+           order: lockorder.LockOrder
+           ) -> tuple[list[tidy.Row], list[lockorder.Edge], list[runner.BootRecord]]:
+    """Rows of stored cells, the icache edges and the records of their boots,
+    from the boot folders.
 
     Each boot folder is read once, with the steps of the cells it holds.
     """
@@ -108,12 +110,14 @@ def derive(layout: Layout, cells: list[tuple[Cell, StoredCell]],
         by_boot.setdefault(stored.boot, []).append((cell, stored))
     rows: list[tidy.Row] = []
     edges: list[lockorder.Edge] = []
+    records: list[runner.BootRecord] = []
     for boot, members in by_boot.items():
         directory = layout.results / boot
         record = runner.read_boot(directory, [cell.step(stored.step) for cell, stored in members],
                                   order)
+        records.append(record)
         for cell, stored in members:
             rows += rows_for(cell, record.step(stored.step), stored.reruns)
         if members[0][0].config.flavour in LOCKDEP_FLAVOURS:
             edges += lockorder.edges_of_boot(directory, order)
-    return rows, edges
+    return rows, edges, records

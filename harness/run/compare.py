@@ -99,18 +99,22 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
     store = cells.CellStore(layout)
     pending = []
     reused = 0
+    reused_boots: list[runner.BootRecord] = []
+    reused_reruns = 0  # of the reused cells, when they were measured
     for i, boot in enumerate(boots):
         stored = [next(((alt, s) for alt in alternatives if (s := store.get(alt.key))),
                        (cell, None))
                   for cell, *alternatives in zip(boot.cells,
                                                  *(plan[i].cells for plan in plans))]
         done = [(cell, s) for cell, s in stored if s]
-        rows, seen = cells.derive(layout, done, orders[boot.config.kernel])
+        rows, seen, records = cells.derive(layout, done, orders[boot.config.kernel])
         result.rows += rows
+        reused_boots += records
         edges.setdefault(boot.config.kernel, set()).update(seen)
         for _, s in done:
             execute.link_tree(layout.results / s.boot, run_dir / "boots" / Path(s.boot).name)
         reused += len(done)
+        reused_reruns += sum(s.reruns for _, s in done)
         todo: list[Cell] = [cell for cell, s in stored if not s]
         if todo:
             pending.append((boot.config, boot.image, todo))
@@ -133,6 +137,6 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
     finish.write_lock_orders(run_dir, orders)
     finish.write_conformance(layout, run_dir, orders, edges)
     finish.write_manifest(layout, run_dir, matrix, images, placement,
-                          time.monotonic() - started, result.boots, result.reruns,
-                          measured.unmeasured)
+                          time.monotonic() - started, result.boots, reused_boots,
+                          result.reruns + reused_reruns, measured.unmeasured)
     return result

@@ -74,8 +74,10 @@ def boot_entry(layout: Layout, boot: runner.BootRecord) -> dict:
 
 def write_manifest(layout: Layout, run_dir: Path, matrix: Matrix,
                    images: dict[tuple[str, str], KernelImage], placement: Placement,
-                   wall_s: float, boots: list[runner.BootRecord], reruns: int,
+                   wall_s: float, boots: list[runner.BootRecord],
+                   reused_boots: list[runner.BootRecord], reruns: int,
                    unmeasured: list[str]) -> None:
+    """boots: measured by this run; reused_boots: earlier boots whose cells it reuses."""
     kernels = {}
     for (kernel, flavour), image in images.items():
         meta = image.meta
@@ -102,9 +104,10 @@ def write_manifest(layout: Layout, run_dir: Path, matrix: Matrix,
         "oversubscribed": [c for c in matrix.cpus if c > machine.cores],
         "kernels": kernels,
         "boots": [boot_entry(layout, b) for b in boots],
-        # Records that arrived incomplete or failed their checksum, in the
-        # boots this run measured: a correct transport keeps this at zero.
-        "damaged_records": sum(len(b.damaged) for b in boots),
+        "reused_boots": [boot_entry(layout, b) for b in reused_boots],
+        # Records that arrived incomplete or failed their checksum, in every
+        # boot the run's rows come from: a correct transport keeps this at zero.
+        "damaged_records": sum(len(b.damaged) for b in boots + reused_boots),
         "reruns": reruns,
         # Cells whose every boot failed (a job lost on a cluster, a guest that
         # never reached the step): not in tidy.tsv, named here.

@@ -1,5 +1,6 @@
 """The report of a run folder: verdict first, charts rendered, HTML self-contained."""
 
+import json
 import re
 
 from harness.report import document
@@ -63,3 +64,17 @@ def test_noise_caveat_comes_from_the_run(tmp_path):
     assert "13-40%" not in caveats
     # mainline's three boots: 1000, 1010, 990 (CoV 1.0%); base's 500, 505, 495 (1.0%).
     assert "coefficient of variation of 1.0-1.0% in this run" in caveats
+
+
+def test_a_run_that_reuses_cells_counts_and_lists_the_boots_they_come_from(tmp_path):
+    run = make_run(tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["reused_boots"] = [{
+        "directory": "boots/earlier-mainline-sanitize-tcg-c1-r1", "status": "hang",
+        "wall_s": 900, "to_init_s": 70, "damaged": [],
+        "reports": [{"kind": "rcu-stall", "title": "INFO: rcu detected stall in __orc_find"}]}]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    text = document.write(default_layout(), run, "mainline")[0].read_text()
+    assert "2 boots (1 measured by this run, 1 reused from earlier runs)" in text
+    assert "| boots/earlier-mainline-sanitize-tcg-c1-r1 | rcu-stall | INFO: rcu detected stall" \
+        in text

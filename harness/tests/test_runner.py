@@ -102,7 +102,9 @@ def test_rows_are_derived_again_with_the_lock_order_of_today(tmp_path):
     assert cells.CellStore(layout).get(cell.key) == stored
 
     def lock_roles(order):
-        rows, edges = cells.derive(layout, [(cell, stored)], order)
+        rows, edges, records = cells.derive(layout, [(cell, stored)], order)
+        # The reused boot itself, for the manifest: its reports and damaged records count.
+        assert [r.directory for r in records] == [layout.boot_dir("b1")]
         return ({r.lock for r in rows if r.metric == "acquisitions_per_op"}, edges)
 
     roles, edges = lock_roles(MAINLINE)
