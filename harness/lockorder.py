@@ -18,6 +18,9 @@ harness/mainline.lock-order. Format, one item a line ('#' starts a comment):
                            and '/N' suffixes) that belong to ROLE, in addition
                            to DEFAULT_PATTERNS
     ROLE -> ROLE           lockdep may see the second taken while the first is held
+    roles ROLE...          the roles the series' final kernel has, when its edges
+                           name more (edges kept for its bisection points); by
+                           default the roles its edges name
 
 A LockOrder is the one object that maps lock classes to roles (for the
 lock_stat figures of a boot) and judges the edges of /proc/lockdep (for
@@ -92,6 +95,7 @@ class LockOrder:
     path: Path
     patterns: dict[str, tuple[str, ...]]
     allowed: frozenset[tuple[str, str]]
+    declared_roles: tuple[str, ...] = ()
 
     def role_of(self, name: str) -> str | None:
         plain = base_name(name)
@@ -100,8 +104,21 @@ class LockOrder:
                 return role
         return None
 
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The roles this design has, in ROLES order: its 'roles' line, or those its
+        allowed edges name."""
+        named = set(self.declared_roles) or {role for edge in self.allowed for role in edge}
+        return tuple(role for role in ROLES if role in named)
+
     def totals_by_role(self, classes: tuple[LockClass, ...]) -> list[RoleTotals]:
-        """lock_stat classes summed per icache role, in ROLES order."""
+        """lock_stat classes summed per icache role, in ROLES order.
+
+        lock_stat prints no line for a class nobody acquired in the window,
+        so a role of this design without a line is a measured zero, not a
+        missing figure: without its row, whether a step's writeback thread
+        happened to run would decide which rows a cell has.
+        """
         grouped: dict[str, list[LockClass]] = {}
         for lock in classes:
             role = self.role_of(lock.name)
@@ -111,6 +128,8 @@ class LockOrder:
         for role in ROLES:
             locks = grouped.get(role)
             if not locks:
+                if role in self.roles:
+                    out.append(RoleTotals(role, (), 0, 0, 0.0, 0.0, 0.0, 0.0))
                 continue
             out.append(RoleTotals(
                 role=role,
@@ -144,13 +163,16 @@ class LockOrder:
 def parse(path: Path) -> LockOrder:
     patterns = dict(DEFAULT_PATTERNS)
     allowed = set()
+    declared: tuple[str, ...] = ()
     for lineno, line in enumerate(path.read_text().splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         edge = re.fullmatch(r"(\w+)\s*->\s*(\w+)", line)
         klass = re.fullmatch(r"class\s+(\w+)\s+(\S+)", line)
-        roles = edge.groups() if edge else klass.groups()[:1] if klass else ()
+        listed = re.fullmatch(r"roles((?:\s+\w+)+)", line)
+        roles = (edge.groups() if edge else klass.groups()[:1] if klass
+                 else tuple(listed.group(1).split()) if listed else ())
         for role in roles:
             if role not in ROLES:
                 raise LockOrderError(f"{path}:{lineno}: unknown role {role!r} "
@@ -160,10 +182,12 @@ def parse(path: Path) -> LockOrder:
         elif klass:
             role, pattern = klass.groups()
             patterns[role] = patterns[role] + (pattern,)
+        elif listed:
+            declared += roles
         else:
-            raise LockOrderError(f"{path}:{lineno}: expected 'ROLE -> ROLE' or "
-                                 f"'class ROLE PATTERN', got {line!r}")
-    return LockOrder(path, patterns, frozenset(allowed))
+            raise LockOrderError(f"{path}:{lineno}: expected 'ROLE -> ROLE', "
+                                 f"'class ROLE PATTERN' or 'roles ROLE...', got {line!r}")
+    return LockOrder(path, patterns, frozenset(allowed), tuple(declared))
 
 
 def for_kernel(layout: Layout, kernel: str) -> LockOrder:

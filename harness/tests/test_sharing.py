@@ -7,6 +7,8 @@ default` (fstree on tmpfs, 2 workers, 2 vCPUs), 2026-12-03, files/s07.unlink.loc
 
 from pathlib import Path
 
+import pytest
+
 from harness import lockorder
 from harness.boot import measure
 from harness.parsers import hash_tables, lockstat
@@ -62,3 +64,25 @@ def test_a_two_cpu_window_shows_which_roles_the_workers_share():
     assert (totals["sb_list"].acq_bounces, totals["sb_list"].acquisitions) == (296, 4008)
     assert (totals["sb_list"].con_bounces, totals["sb_list"].contentions) == (4, 4)
     assert (totals["i_lock"].acq_bounces, totals["i_lock"].acquisitions) == (2070, 20040)
+
+
+def test_a_role_the_window_never_took_is_a_zero_and_a_role_the_design_lacks_is_absent():
+    path = DATA / "lockstat" / "captured-mainline-debug-2cpu-tmpfs-unlink.lock_stat"
+    dump = lockstat.parse(path.read_text())
+    totals = {t.role: t for t in MAINLINE.totals_by_role(dump.classes)}
+    # tmpfs hashes no inode: the window has no inode_hash_lock line.
+    assert not [c for c in dump.classes if MAINLINE.role_of(c.name) == "hash"]
+    assert (totals["hash"].acquisitions, totals["hash"].classes) == (0, ())
+    assert totals["hash"].holdtime_avg_us == 0.0
+    assert "global" not in totals  # 6.1 has no global inode lock
+
+
+def test_a_roles_line_names_the_final_kernels_roles(tmp_path):
+    order = tmp_path / "x.lock-order"
+    order.write_text("roles hash i_lock\nhash -> i_lock\nglobal -> hash  # bisection only\n")
+    assert lockorder.parse(order).roles == ("hash", "i_lock")
+    order.write_text("hash -> i_lock\nglobal -> hash\n")
+    assert lockorder.parse(order).roles == ("global", "hash", "i_lock")
+    order.write_text("roles hash inode\n")
+    with pytest.raises(lockorder.LockOrderError, match=r"x.lock-order:1: unknown role 'inode'"):
+        lockorder.parse(order)

@@ -80,11 +80,13 @@ def test_compare_through_slurm_matches_the_local_executor_and_resumes(built, clu
     assert [b.status for b in local.boots] == [b.status for b in remote.boots] == ["ok"]
     assert shape(remote_rows) == shape(local_rows)
     assert {r.status for r in remote_rows} == {"ok"}
-    # Exact lock counts agree across executors (lock_stat also counts kernel threads).
+    # Exact lock counts agree across executors. lock_stat also counts kernel
+    # threads (the writeback flusher, the LRU shrinker): their few acquisitions
+    # in a window depend on timing, up to 0.01 per op here.
     def exact(rows):
         return {(r.fs, r.lock): r.value for r in rows if r.metric == "acquisitions_per_op"}
     for key, value in exact(local_rows).items():
-        assert exact(remote_rows)[key] == pytest.approx(value, rel=0.02), key
+        assert exact(remote_rows)[key] == pytest.approx(value, rel=0.02, abs=0.01), key
 
     # The node reported its own machine, and the rows and manifest carry it.
     (boot,) = remote.boots
