@@ -219,7 +219,7 @@ def case_inputs(layout: Layout, rows: list[Row], tables: dict[str, dict[str, Tab
     notes = []
     roles = []
     for role, count in acquisitions.items():
-        if not role:
+        if not role or not count:  # a role the case never took queues nowhere
             continue
         scope = scope_file.roles.get(role)
         if scope is None:

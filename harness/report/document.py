@@ -280,7 +280,12 @@ class ReportBuilder:
         figures = evidence.lock_figures(self.rows, case, cpus)
         if not figures:
             return None
-        roles = [r for r in lockorder.ROLES if any(role == r for (_, role, _) in figures)]
+        # A role no kernel took in this case (zeros in the table) gets no empty cluster.
+        roles = [r for r in lockorder.ROLES
+                 if any(role == r and m == "acquisitions_per_op" and v
+                        for (_, role, m), v in figures.items())]
+        if not roles:
+            return None
         panels = []
         for metric, label in (("acquisitions_per_op", "acquisitions / op"),
                               ("holdtime_per_op", "hold µs / op"),

@@ -49,6 +49,19 @@ def test_tcg_cs_counts_replace_both_fallbacks():
     assert debug["sb_list"].hold_ns == pytest.approx(10000.0)
 
 
+def test_a_role_the_case_never_took_stays_out_of_the_model():
+    # lock_stat's zero for wb (the flusher never ran in the window): no queue,
+    # and no fallback hold time reported for a lock nobody held.
+    rows = mainline_rows() + lock_rows("mainline", 1, 1, 1000.0, [("wb", 0.0, 0.0, 0, 0)])[1:]
+    rows += [
+        row("mainline", "perf", "tcg-cs", 1, 1, "", "instructions_per_op", 16000.0),
+        row("mainline", "perf", "tcg-cs", 1, 1, "sb_list", "cs_instructions_per_acq", 80.0),
+        row("mainline", "perf", "tcg-cs", 1, 1, "i_lock", "cs_instructions_per_acq", 40.0)]
+    inputs = scaling_inputs.case_inputs(default_layout(), rows, {}, "mainline", CASE)
+    assert [r.role for r in inputs.roles] == ["sb_list", "i_lock"]
+    assert inputs.hold_source == scaling_inputs.CS_HOLD
+
+
 def test_nested_roles_and_bucket_counts_from_a_boot_console(tmp_path):
     layout = default_layout()
     run = tmp_path / "run"
