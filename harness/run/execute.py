@@ -134,10 +134,23 @@ class Measured:
 
 @dataclass
 class _Running:
-    started: float
-    left_at_start: float
     first_cell: int  # cells of the boots started before it
     labels: dict[str, str]  # step id -> label
+    step_s: dict[str, float]  # step id -> its estimated seconds, in step order
+    others_s: float  # estimate of the other unfinished boots, over the parallelism
+    first_step_at: float | None = None
+
+    def left(self, step_id: str, now: float) -> float:
+        """Seconds left when step_id begins: its estimate, its successors' and the
+        other boots', scaled by this boot's pace so far (measured over estimated
+        seconds of its finished steps), so a busy or slow host lengthens it."""
+        ids = list(self.step_s)
+        k = ids.index(step_id)
+        if self.first_step_at is None:
+            self.first_step_at = now
+        done_s = sum(self.step_s[i] for i in ids[:k])
+        pace = (now - self.first_step_at) / done_s if done_s > 0 else 1.0
+        return pace * (sum(self.step_s[i] for i in ids[k:]) + self.others_s)
 
 
 @dataclass
@@ -161,8 +174,12 @@ class _Progress:
     def boot_started(self, job: BootJob) -> None:
         self.boots_started += 1
         left = self.pending_s / max(1, self.parallel)
-        self.running[job.boot_id] = _Running(time.monotonic(), left, self.cells_started,
-                                             {step.id: step.label for step in job.steps})
+        steps = job.steps
+        others_s = max(0.0, self.pending_s - self.times.boot(job.cells)) / max(1, self.parallel)
+        self.running[job.boot_id] = _Running(
+            self.cells_started, {step.id: step.label for step in steps},
+            {step.id: self.times.step(cell.history) for step, cell in zip(steps, job.cells)},
+            others_s)
         self.cells_started += len(job.cells)
         progress.say(f"boot {self.boots_started}/{self.total_boots}: {job.config.label}: "
                      f"{len(job.cells)} steps, about {progress.format_duration(left)} left")
@@ -172,7 +189,7 @@ class _Progress:
         run = self.running.get(job.boot_id)
         if run and mark and mark[1] == "begin" and mark[0] in run.labels:
             index = run.first_cell + list(run.labels).index(mark[0]) + 1
-            left = max(0.0, run.left_at_start - (time.monotonic() - run.started))
+            left = run.left(mark[0], time.monotonic())
             progress.say(f"  cell {index}/{self.total_cells}: {run.labels[mark[0]]} "
                          f"(about {progress.format_duration(left)} left)")
         if self.on_line:

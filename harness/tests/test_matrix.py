@@ -41,6 +41,15 @@ def test_host_load_guard():
     assert not execute.disturbed(outcome(None, None))
 
 
+def test_time_left_follows_the_boots_pace():
+    running = execute._Running(0, {"s01": "a", "s02": "b", "s03": "c"},
+                               {"s01": 10.0, "s02": 10.0, "s03": 20.0}, others_s=40.0)
+    assert running.left("s01", 100.0) == 80.0  # nothing measured yet: the estimate
+    # s01 took 30 s where 10 were expected (a busy host): three times as long to go.
+    assert running.left("s02", 130.0) == 3.0 * (10.0 + 20.0 + 40.0)
+    assert running.left("s03", 135.0) == 1.75 * (20.0 + 40.0)  # 35 s for 20 s
+
+
 def test_cell_key_changes_with_everything_that_shapes_a_measurement(tmp_path):
     create = workloads.load_all(REPO_ROOT / "workloads")["create-unlink"]
     image = kbuild.KernelImage("base", "perf", "k1", tmp_path)
