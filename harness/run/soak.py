@@ -34,6 +34,8 @@ class Tally:
     boots: int = 0
     step_seconds: float = 0.0
     statuses: Counter = field(default_factory=Counter)
+    cpus: Counter = field(default_factory=Counter)  # vCPU count -> boots
+    damaged: int = 0  # records that arrived damaged: each one a defect to chase
     reports: Counter = field(default_factory=Counter)  # kind -> count
     first: dict[str, str] = field(default_factory=dict)  # kind -> "title (boot folder)"
 
@@ -91,6 +93,8 @@ def soak(layout: Layout, kernels: list[str], known: list[Workload], duration_s: 
         tally = tallies.setdefault((kernel, flavour), Tally())
         tally.boots += 1
         tally.statuses[record.status] += 1
+        tally.cpus[vcpus] += 1
+        tally.damaged += len(record.damaged)
         tally.step_seconds += sum(s.wall_s or 0.0 for s in record.steps)
         for report in record.reports:
             tally.reports[report["kind"]] += 1
@@ -107,18 +111,21 @@ def soak(layout: Layout, kernels: list[str], known: list[Workload], duration_s: 
 def write_summary(out: Path, tallies: dict[tuple[str, str], Tally], boots: list[dict],
                   seed: int, wall_s: float) -> None:
     lines = [f"# Soak, seed {seed}: {len(boots)} boots in {wall_s / 3600:.2f} h", "",
-             "| kernel | flavour | boots | workload-hours | boot status | reports by kind "
-             "(first title) |", "|---|---|---|---|---|---|"]
+             "| kernel | flavour | boots | boots by vCPUs | workload-hours | boot status "
+             "| damaged records | reports by kind (first title) |",
+             "|---|---|---|---|---|---|---|---|"]
     for (kernel, flavour), t in sorted(tallies.items()):
         status = ", ".join(f"{s} {c}" for s, c in sorted(t.statuses.items()))
         reports = "; ".join(f"{kind} {count} ({t.first[kind]})"
                             for kind, count in sorted(t.reports.items())) or "0"
-        lines.append(f"| {kernel} | {flavour} | {t.boots} | {t.step_seconds / 3600:.2f} | "
-                     f"{status} | {reports} |")
+        by_cpus = ", ".join(f"{c}: {n}" for c, n in sorted(t.cpus.items()))
+        lines.append(f"| {kernel} | {flavour} | {t.boots} | {by_cpus} | "
+                     f"{t.step_seconds / 3600:.2f} | {status} | {t.damaged} | {reports} |")
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     (out / "summary.json").write_text(json.dumps({
         "seed": seed, "wall_s": round(wall_s, 1),
         "tallies": {f"{k}/{f}": {"boots": t.boots, "step_seconds": round(t.step_seconds, 1),
-                                 "statuses": dict(t.statuses), "reports": dict(t.reports),
+                                 "statuses": dict(t.statuses), "cpus": dict(t.cpus),
+                                 "damaged_records": t.damaged, "reports": dict(t.reports),
                                  "first": t.first} for (k, f), t in sorted(tallies.items())},
         "boots": boots}, indent=1) + "\n")

@@ -1,5 +1,6 @@
 """make soak: durations, reproducible mixes, the summary table."""
 
+import json
 import random
 from collections import Counter
 
@@ -34,13 +35,16 @@ def test_mixes_are_reproducible_and_varied():
 
 def test_summary_counts_reports_by_kind_with_the_first_title(tmp_path):
     tally = soak.Tally(boots=2, step_seconds=5400.0, statuses=Counter(ok=1, lockdep=1),
-                       reports=Counter(circular=1),
+                       cpus=Counter({4: 1, 1: 1}), damaged=1, reports=Counter(circular=1),
                        first={"circular": "possible deadlock in iput (0002-piggin-debug-c2)"})
-    quiet = soak.Tally(boots=3, step_seconds=1800.0, statuses=Counter(ok=3))
+    quiet = soak.Tally(boots=3, step_seconds=1800.0, statuses=Counter(ok=3), cpus=Counter({2: 3}))
     soak.write_summary(tmp_path, {("piggin", "debug"): tally, ("base", "sanitize"): quiet},
                        [{"boot": "x"}] * 5, 1, 7200.0)
     lines = (tmp_path / "summary.md").read_text().splitlines()
     assert lines[0] == "# Soak, seed 1: 5 boots in 2.00 h"
-    assert "| base | sanitize | 3 | 0.50 | ok 3 | 0 |" in lines
-    assert ("| piggin | debug | 2 | 1.50 | lockdep 1, ok 1 | circular 1 (possible deadlock in "
-            "iput (0002-piggin-debug-c2)) |") in lines
+    assert "| base | sanitize | 3 | 2: 3 | 0.50 | ok 3 | 0 | 0 |" in lines
+    assert ("| piggin | debug | 2 | 1: 1, 4: 1 | 1.50 | lockdep 1, ok 1 | 1 | circular 1 "
+            "(possible deadlock in iput (0002-piggin-debug-c2)) |") in lines
+    tallies = json.loads((tmp_path / "summary.json").read_text())["tallies"]
+    assert tallies["piggin/debug"]["damaged_records"] == 1
+    assert tallies["piggin/debug"]["cpus"] == {"1": 1, "4": 1}
