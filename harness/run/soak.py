@@ -5,7 +5,9 @@ count and a shuffled mix of workload steps from a seeded random stream, so
 a soak can be replayed. Every boot is classified and kept under
 results/soak/<stamp>/boots/; the summary (summary.md and summary.json)
 counts boots and workload-hours per kernel and flavour, and lists the
-kernel reports by kind with the title of the first of each.
+kernel reports by kind with the title of the first of each. It is
+rewritten before and after every boot, so a soak that is killed leaves a
+summary of what it measured that names the boot it was in.
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ def soak(layout: Layout, kernels: list[str], known: list[Workload], duration_s: 
         steps = draw_mix(rng, known, vcpus)
         boot_id = f"{n:04d}-{slug(kernel)}-{flavour}-c{vcpus}"
         left = max(0.0, deadline - time.monotonic())
+        write_summary(out, tallies, boots, seed, time.monotonic() - started, duration_s,
+                      running=boot_id)
         progress.say(f"soak boot {n}: {kernel}/{flavour} {vcpus} vCPUs, "
                      f"{', '.join(s.label for s in steps)} "
                      f"({progress.format_duration(left)} of {progress.format_duration(duration_s)}"
@@ -104,13 +108,26 @@ def soak(layout: Layout, kernels: list[str], known: list[Workload], duration_s: 
                       "reports": list(record.reports), "damaged": list(record.damaged)})
         progress.say(f"  {record.status} in {record.wall_s:.0f}s"
                      + (f": {len(record.reports)} kernel reports" if record.reports else ""))
-        write_summary(out, tallies, boots, seed, time.monotonic() - started)
+        write_summary(out, tallies, boots, seed, time.monotonic() - started, duration_s)
+    write_summary(out, tallies, boots, seed, time.monotonic() - started, duration_s,
+                  finished=True)
     return out
 
 
 def write_summary(out: Path, tallies: dict[tuple[str, str], Tally], boots: list[dict],
-                  seed: int, wall_s: float) -> None:
-    lines = [f"# Soak, seed {seed}: {len(boots)} boots in {wall_s / 3600:.2f} h", "",
+                  seed: int, wall_s: float, duration_s: float, running: str | None = None,
+                  finished: bool = False) -> None:
+    """summary.md and summary.json. `running` names the boot in flight: if the
+    soak is gone and the summary still names one, the soak died there."""
+    if finished:
+        state = "Finished: the time was up."
+    elif running:
+        state = (f"Boot {running} was running when this was written; if the soak is no "
+                 "longer running, it stopped there (the boot's folder is kept, unclassified).")
+    else:
+        state = "Between boots: the next one had not started when this was written."
+    lines = [f"# Soak, seed {seed}: {len(boots)} boots in {wall_s / 3600:.2f} h "
+             f"of the {duration_s / 3600:.2f} h asked", "", state, "",
              "| kernel | flavour | boots | boots by vCPUs | workload-hours | boot status "
              "| damaged records | reports by kind (first title) |",
              "|---|---|---|---|---|---|---|---|"]
@@ -123,7 +140,8 @@ def write_summary(out: Path, tallies: dict[tuple[str, str], Tally], boots: list[
                      f"{t.step_seconds / 3600:.2f} | {status} | {t.damaged} | {reports} |")
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     (out / "summary.json").write_text(json.dumps({
-        "seed": seed, "wall_s": round(wall_s, 1),
+        "seed": seed, "wall_s": round(wall_s, 1), "duration_s": duration_s,
+        "finished": finished, "running": running,
         "tallies": {f"{k}/{f}": {"boots": t.boots, "step_seconds": round(t.step_seconds, 1),
                                  "statuses": dict(t.statuses), "cpus": dict(t.cpus),
                                  "damaged_records": t.damaged, "reports": dict(t.reports),

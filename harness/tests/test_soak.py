@@ -39,12 +39,26 @@ def test_summary_counts_reports_by_kind_with_the_first_title(tmp_path):
                        first={"circular": "possible deadlock in iput (0002-piggin-debug-c2)"})
     quiet = soak.Tally(boots=3, step_seconds=1800.0, statuses=Counter(ok=3), cpus=Counter({2: 3}))
     soak.write_summary(tmp_path, {("piggin", "debug"): tally, ("base", "sanitize"): quiet},
-                       [{"boot": "x"}] * 5, 1, 7200.0)
+                       [{"boot": "x"}] * 5, 1, 7200.0, 7200.0, finished=True)
     lines = (tmp_path / "summary.md").read_text().splitlines()
-    assert lines[0] == "# Soak, seed 1: 5 boots in 2.00 h"
+    assert lines[0] == "# Soak, seed 1: 5 boots in 2.00 h of the 2.00 h asked"
+    assert lines[2] == "Finished: the time was up."
     assert "| base | sanitize | 3 | 2: 3 | 0.50 | ok 3 | 0 | 0 |" in lines
     assert ("| piggin | debug | 2 | 1: 1, 4: 1 | 1.50 | lockdep 1, ok 1 | 1 | circular 1 "
             "(possible deadlock in iput (0002-piggin-debug-c2)) |") in lines
     tallies = json.loads((tmp_path / "summary.json").read_text())["tallies"]
     assert tallies["piggin/debug"]["damaged_records"] == 1
     assert tallies["piggin/debug"]["cpus"] == {"1": 1, "4": 1}
+
+
+def test_summary_of_a_soak_killed_during_a_boot_names_that_boot(tmp_path):
+    """The summary written before a boot starts is what a killed soak leaves."""
+    done = soak.Tally(boots=1, step_seconds=600.0, statuses=Counter(ok=1), cpus=Counter({1: 1}))
+    soak.write_summary(tmp_path, {("base", "debug"): done}, [{"boot": "0001-base-debug-c1"}],
+                       1, 3060.0, 3600.0, running="0002-base-debug-c4")
+    lines = (tmp_path / "summary.md").read_text().splitlines()
+    assert lines[0] == "# Soak, seed 1: 1 boots in 0.85 h of the 1.00 h asked"
+    assert lines[2].startswith("Boot 0002-base-debug-c4 was running when this was written")
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert (summary["finished"], summary["running"], summary["duration_s"]) == \
+        (False, "0002-base-debug-c4", 3600.0)
