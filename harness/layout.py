@@ -82,8 +82,10 @@ class Layout:
 
     @property
     def build_lock(self) -> Path:
-        """flock(2) on it: one kernel build at a time on this machine."""
-        return self.build / "build.lock"
+        """flock(2) on it: one kernel build at a time on this machine. It lives
+        with the images, so checkouts with build folders of their own that
+        share one image store (IMAGES_DIR) still build one at a time."""
+        return self.images / ".build.lock"
 
     @property
     def guest(self) -> Path:

@@ -188,7 +188,7 @@ def build(layout: Layout, kernel_name: str, flavour: str, jobs: int | None = Non
 @contextmanager
 def build_lock(layout: Layout):
     """One kernel build at a time on this machine, whoever asks."""
-    layout.build.mkdir(parents=True, exist_ok=True)
+    layout.images.mkdir(parents=True, exist_ok=True)
     with open(layout.build_lock, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
