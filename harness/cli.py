@@ -319,22 +319,22 @@ def cmd_predict(args) -> int:
     return predict.command(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python3 -m harness", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_parse(sub) -> None:
     p = sub.add_parser("parse", help="parse a captured file, print JSON")
     p.add_argument("kind", choices=["lockstat", "reports", "lockdep", "fio", "records"])
     p.add_argument("file")
     p.set_defaults(func=cmd_parse)
 
+
+def _add_build(sub) -> None:
     p = sub.add_parser("build", help="build kernel images (cached)")
     p.add_argument("kernels", nargs="*",
                    help="mainline, base, chinner, piggin, NAME@K, NAME@* (default: all that exist)")
     p.add_argument("--flavour", action="append", choices=kbuild.FLAVOURS)
     p.set_defaults(func=cmd_build)
 
+
+def _add_boot(sub) -> None:
     p = sub.add_parser("boot", help="boot one kernel and run workloads")
     p.add_argument("kernel")
     p.add_argument("--flavour", default="debug", choices=kbuild.FLAVOURS)
@@ -353,6 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_image_options(p)
     p.set_defaults(func=cmd_boot)
 
+
+def _add_compare(sub) -> None:
     p = sub.add_parser("compare", help="run the measurement matrix")
     p.add_argument("--kernels", nargs="*", default=[])
     p.add_argument("--cpus", nargs="*", default=[])
@@ -380,6 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slurm-options", help="more sbatch/srun options, e.g. '--account=x'")
     p.set_defaults(func=cmd_compare)
 
+
+def _add_soak(sub) -> None:
     p = sub.add_parser("soak", help="random workload mixes on debug and sanitize kernels")
     p.add_argument("--kernels", nargs="*", default=[])
     p.add_argument("--duration", required=True, help="e.g. 45m, 2h")
@@ -392,39 +396,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--accel", default="tcg", choices=["tcg", "kvm"])
     p.set_defaults(func=cmd_soak)
 
+
+def _add_report(sub) -> None:
     p = sub.add_parser("report", help="write report.md/report.html of a run folder")
     p.add_argument("run_dir", nargs="?", help="default: results/latest")
     p.add_argument("--baseline", help="default: mainline")
     p.set_defaults(func=cmd_report)
 
+
+def _add_slides(sub) -> None:
     p = sub.add_parser("slides", help="write slides.pdf of a run folder")
     p.add_argument("run_dir", nargs="?", help="default: results/latest")
     p.add_argument("--baseline", default="mainline")
     p.set_defaults(func=cmd_slides)
 
+
+def _add_reference(sub) -> None:
     p = sub.add_parser("reference", help="publish a run as results/reference, or --check it")
     p.add_argument("run_dir", nargs="?", help="default: results/latest")
     p.add_argument("--check", action="store_true",
                    help="does the committed reference match the series of this checkout?")
     p.set_defaults(func=cmd_reference)
 
+
+def _add_bisect_check(sub) -> None:
     p = sub.add_parser("bisect-check", help="every point of a series builds, boots, checkpatch")
     p.add_argument("series", choices=series.SERIES_NAMES)
     p.add_argument("--cpus", type=int, default=min(2, os.cpu_count() or 1))
     p.set_defaults(func=cmd_bisect_check)
 
+
+def _add_compile_check(sub) -> None:
     p = sub.add_parser("compile-check",
                        help="the files a kernel's patches touch compile under allmodconfig")
     p.add_argument("kernel")
     p.add_argument("--grep", help="also compile every C file matching this regex")
     p.set_defaults(func=cmd_compile_check)
 
+
+def _add_check_workloads(sub) -> None:
     p = sub.add_parser("check-workloads", help="validate workloads/*.wl")
     p.set_defaults(func=cmd_check_workloads)
 
+
+def _add_workload_packages(sub) -> None:
     p = sub.add_parser("workload-packages", help="Debian packages the workloads declare")
     p.set_defaults(func=cmd_workload_packages)
 
+
+def _add_predict(sub) -> None:
     p = sub.add_parser("predict", help="queueing model: predicted throughput at N CPUs")
     p.add_argument("run_dir", nargs="?", help="a run folder (its tidy.tsv)")
     p.add_argument("--profile", help="a JSON lock profile instead of a run")
@@ -435,6 +455,32 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ns per guest instruction on the target machine")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_predict)
+
+
+# One function per subcommand, in the order `--help` lists them.
+SUBCOMMANDS = (
+    _add_parse,
+    _add_build,
+    _add_boot,
+    _add_compare,
+    _add_soak,
+    _add_report,
+    _add_slides,
+    _add_reference,
+    _add_bisect_check,
+    _add_compile_check,
+    _add_check_workloads,
+    _add_workload_packages,
+    _add_predict,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python3 -m harness", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in SUBCOMMANDS:
+        add(sub)
     nodejob.add_commands(sub)
     return parser
 
