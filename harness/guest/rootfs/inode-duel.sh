@@ -14,6 +14,8 @@
 # close.)
 
 . "${INODE_DUEL_PROTOCOL:-/lib/inode-duel-protocol.sh}"
+# This file, for the shells that need its functions (the step's watchdog).
+INODE_DUEL_LIB=${INODE_DUEL_LIB:-/lib/inode-duel.sh}
 
 results_port() { # the /dev node of the port named $RESULTS_PORT
 	for port in /sys/class/virtio-ports/*; do
@@ -77,22 +79,59 @@ fs_clean_umount() { # dot entries too: the scratch directory, a program's .files
 	umount "$WORK_DIR"
 }
 
-# run_limited ID SECONDS CMD...: CMD in a process group of its own. At the
-# limit the whole group is killed (and ID.timedout left behind); when CMD
-# ends, whatever it left running is killed too, so no worker of one step
-# lives on into the next.
+# session_kill SID: SIGKILL to every process of session SID, again until none
+# is left (a process may fork while the first round runs). A step's command
+# is a session of its own (setsid), and a program that moves its workers to
+# process groups of their own (setpgid, as fsstress does) keeps them in that
+# session: killing the process group alone left them running.
+session_kill() {
+	local sid=$1 rounds=0 left stat line
+	while [ "$rounds" -lt 100 ]; do
+		left=
+		for stat in /proc/[0-9]*/stat; do
+			read -r line < "$stat" 2>/dev/null || continue
+			# after "pid (comm) ": state ppid pgrp session ...
+			set -- ${line##*) }
+			[ "$4" = "$sid" ] && [ "$1" != Z ] || continue
+			stat=${stat#/proc/}
+			kill -KILL "${stat%/stat}" 2>/dev/null && left=1
+		done
+		[ -z "$left" ] && return 0
+		rounds=$((rounds + 1))
+		sleep 0.1
+	done
+	echo "$MARK processes of session $sid outlived 100 rounds of SIGKILL"
+}
+
+# step_sweep SID: after a step, nothing it started is left. In the guest's
+# /init (PID 1, the only process that must outlive a step) that is every
+# other process, so a program that started a session of its own (setsid) is
+# caught as well; elsewhere (the host's tests of this library) the session.
+step_sweep() {
+	if [ "$$" = 1 ]; then
+		kill -KILL -1 2>/dev/null
+	fi
+	session_kill "$1"
+}
+
+# run_limited ID SECONDS CMD...: CMD in a session of its own. At the limit
+# every process of that session is killed (and ID.timedout left behind),
+# whatever process groups it made; when CMD ends, whatever it left running
+# is killed too (step_sweep), so no worker of one step lives on into the next.
 run_limited() {
 	id=$1 limit=$2
 	shift 2
 	setsid "$@" 9>&- &
 	pid=$!
-	setsid sh -c "sleep $limit; touch /tmp/$id.timedout; kill -KILL -$pid" 9>&- &
+	setsid sh -c '. "$0"; sleep "$1"; touch "/tmp/$2.timedout"; session_kill "$3"' \
+		"$INODE_DUEL_LIB" "$limit" "$id" "$pid" 9>&- &
 	watchdog=$!
 	wait "$pid"
 	rc=$?
-	# The watchdog may not have called setsid yet: kill it by pid and by group.
-	kill -KILL "$watchdog" -"$watchdog" 2>/dev/null
-	kill -KILL -"$pid" 2>/dev/null
+	# The watchdog may not have called setsid yet: kill it by pid and by session.
+	kill -KILL "$watchdog" 2>/dev/null
+	session_kill "$watchdog"
+	step_sweep "$pid"
 	return $rc
 }
 
