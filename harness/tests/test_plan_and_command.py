@@ -6,9 +6,9 @@ from pathlib import Path
 
 from harness.boot import qemu
 from harness.guest import plan, protocol, workloads
-from harness.layout import REPO_ROOT
+from harness.tests import shipped
 
-KNOWN = workloads.load_all(REPO_ROOT / "workloads")
+KNOWN = shipped.tracked()
 
 
 def test_plan_runs_each_step_on_its_device_and_finishes():

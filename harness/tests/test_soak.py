@@ -6,11 +6,10 @@ from collections import Counter
 
 import pytest
 
-from harness.guest import workloads
-from harness.layout import REPO_ROOT
 from harness.run import soak
+from harness.tests import shipped
 
-KNOWN = list(workloads.load_all(REPO_ROOT / "workloads").values())
+KNOWN = list(shipped.tracked().values())
 
 
 def test_durations():
