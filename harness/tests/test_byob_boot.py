@@ -22,9 +22,8 @@ SHELL_LINE = REPO_ROOT / "harness" / "test_data" / "workloads" / "shell-line.wl"
 @pytest.fixture(scope="module")
 def boot(tmp_path_factory):
     layout = default_layout()
-    known = shipped.tracked()
-    chosen = [known["stress-dentry"], known["stress-inode-flags"], known["fsmark-0b"],
-              workloads.parse(SHELL_LINE)]
+    names = ("stress-dentry", "stress-inode-flags", "fsmark-0b")
+    chosen = [shipped.workload(name) for name in names] + [workloads.parse(SHELL_LINE)]
     image = kbuild.build(layout, "mainline", "debug")
     files = initramfs.prepare(layout, chosen)
     steps = plan.make_steps([(w, "ext4", 1) for w in chosen])

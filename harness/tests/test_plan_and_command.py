@@ -8,11 +8,10 @@ from harness.boot import qemu
 from harness.guest import plan, protocol, workloads
 from harness.tests import shipped
 
-KNOWN = shipped.tracked()
 
 
 def test_plan_runs_each_step_on_its_device_and_finishes():
-    create = KNOWN["create-unlink"]
+    create = shipped.workload("create-unlink")
     steps = plan.make_steps([(create, "tmpfs", 2), (create, "xfs", 2), (create, "ext4", 1)])
     script = plan.render(steps, 2, "boot x\nkernel y")
     lines = script.splitlines()
