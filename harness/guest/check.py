@@ -16,7 +16,7 @@ import posixpath
 from harness.guest import deps, runline
 from harness.guest.deps import GuestFile
 from harness.guest.guestview import GuestView, executable, interpreter
-from harness.guest.protocol import GUEST_PATH, SCRATCH_DIR, WORK_DIR
+from harness.guest.protocol import GUEST_PATH, HARNESS_DIR, SCRATCH_DIR, WORK_DIR
 from harness.guest.workloads import Workload, WorkloadError
 
 # Programs a run line makes for itself while it runs: not checkable before.
@@ -89,7 +89,7 @@ def script_problem(view: GuestView, path: str, found: GuestFile) -> str:
 def run_line_problems(workload: Workload, view: GuestView) -> list[str]:
     where = f"{workload.path}:{workload.line_of('run')}: run"
     command = workload.command(procs=1, cpus=1, fs=workload.filesystems[0], dev="/dev/vda",
-                               prefix="/tmp/s01")
+                               prefix=f"{HARNESS_DIR}/s01")
     # A declared binary's own problems are told on its line (binary_problems).
     declared = {deps.binary_guest_path(item, deps.declared_host_path(workload, "binaries", item))
                 for item in workload.binaries}

@@ -21,14 +21,19 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.guest import protocol
 from harness.guest.workloads import Declared, Workload, WorkloadError
 
 # Package files the guest never needs.
 SKIPPED_PREFIXES = ("/usr/share/doc/", "/usr/share/doc-base/", "/usr/share/man/",
                     "/usr/share/info/", "/usr/share/lintian/", "/usr/share/bug/",
                     "/usr/share/bash-completion/", "/usr/share/locale/", "/usr/share/menu/")
-LOCAL_BIN = "/usr/local/bin"  # where binaries given relative to workloads/ go
-DATA_DIR = "/workloads"  # where files go
+LOCAL_BIN = "/usr/local/bin"  # where relative binaries go
+DATA_DIR = "/workloads"  # where relative files go
+# Guest folders that are not the image's: an absolute binary or file cannot
+# be kept there (/tmp is a link to the scratch directory of the filesystem
+# under test, the others are mounted over).
+RESERVED = ("/tmp", protocol.WORK_DIR, protocol.HARNESS_DIR, "/proc", "/sys", "/dev")
 RUN_LINE_WORD = re.compile(r"[A-Za-z0-9_.+/-]+")
 
 
@@ -112,6 +117,17 @@ def binary_guest_path(item: Declared, host: Path) -> str:
         else f"{LOCAL_BIN}/{host.name}"
 
 
+def _reserved(workload: Workload, key: str, item: Declared, guest: str) -> str:
+    """Why an absolute path cannot be kept in the guest ("" if it can)."""
+    folder = next((r for r in RESERVED if guest == r or guest.startswith(r + "/")), "")
+    if not folder:
+        return ""
+    return (f"{_where(workload, item)}: {key}: {item.value} would be {guest} in the guest, "
+            f"but the guest's {folder} is not the image's (/tmp is the scratch directory of "
+            f"the filesystem under test): copy it beside the .wl file and declare it "
+            f"relative, or keep it in another folder")
+
+
 def binary_files(workload: Workload) -> list[GuestFile]:
     out: list[GuestFile] = []
     for item in workload.binaries:
@@ -122,7 +138,10 @@ def binary_files(workload: Workload) -> list[GuestFile]:
         if not host.is_file() or not os.access(host, os.X_OK):
             raise WorkloadError(f"{where}: binaries: {item.value} is not an executable file")
         origin = f"binaries ({where})"
-        out.append(regular(binary_guest_path(item, host), host.resolve(), origin))
+        guest = binary_guest_path(item, host)
+        if _reserved(workload, "binaries", item, guest):
+            raise WorkloadError(_reserved(workload, "binaries", item, guest))
+        out.append(regular(guest, host.resolve(), origin))
         out += libraries_of(host, origin)
     return out
 
@@ -189,6 +208,8 @@ def data_files(workload: Workload) -> list[GuestFile]:
             raise WorkloadError(_missing(workload, "files", item, host))
         guest = host_path(str(host)) if Path(item.value).is_absolute() \
             else f"{DATA_DIR}/{item.value}"
+        if _reserved(workload, "files", item, guest):
+            raise WorkloadError(_reserved(workload, "files", item, guest))
         out.append(regular(guest, host, f"files ({_where(workload, item)})", 0o644))
     return out
 

@@ -18,13 +18,14 @@ expression may hold one). Keys:
               unmounts {dir} must 'cd /' first). Placeholders:
                 {procs}  worker processes   {cpus}  vCPUs of the boot
                 {dir}    the work directory (a fresh mount of {fs})
-                {tmp}    a scratch directory on {fs} (also $TMPDIR): the
-                         guest's /tmp is the harness's own tmpfs
+                {tmp}    a scratch directory on {fs}, also $TMPDIR and the
+                         guest's /tmp (a link to it)
                 {dev}    the block device under {dir} (ext4, xfs), else empty
                 {source} what to mount on {dir}: the device, or tmpfs
                 {fs}     tmpfs, ext4 or xfs
                 {prefix} where the command leaves extra output (lock_stat
-                         windows {prefix}.PHASE.lock_stat, fio {prefix}.fio.json)
+                         windows {prefix}.PHASE.lock_stat, fio {prefix}.fio.json),
+                         in the harness's own tmpfs
               Other braces are left alone ('{print $1}', '${HOME}').
               `phase NAME OPS COMMAND...` in a run line times COMMAND, brackets
               the lock counts around it and prints its result line (see the

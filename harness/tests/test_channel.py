@@ -21,7 +21,8 @@ ESCAPE_SOURCE = REPO_ROOT / "harness" / "test_data" / "programs" / "escape.c"
 def guest_shell(tmp_path: Path, script: str, timeout: float = 30) -> subprocess.CompletedProcess:
     """Run script with the guest's shell library sourced, in busybox sh on the host."""
     definitions = tmp_path / "protocol.sh"
-    definitions.write_text(protocol.shell_definitions())
+    # The harness's files in the test's folder, not the guest's /run/inode-duel.
+    definitions.write_text(protocol.shell_definitions() + f"HARNESS_DIR='{tmp_path}'\n")
     return subprocess.run(["/bin/busybox", "sh", "-c", f". {GUEST_LIB}; {script}"],
                           env={"PATH": "/bin:/usr/bin", "INODE_DUEL_PROTOCOL": str(definitions),
                                "INODE_DUEL_LIB": str(GUEST_LIB)},
@@ -96,7 +97,7 @@ def gone(pid: int, within_s: float = 5.0) -> bool:
 def test_step_command_leaves_nothing_running(tmp_path):
     """Whatever a step's command starts in the background dies with the step."""
     pidfile = tmp_path / "orphan.pid"
-    guest_shell(tmp_path, f"run_limited s01 30 sh -c 'sleep 300 & echo $! > {pidfile}'; "
+    guest_shell(tmp_path, f"run_limited s01 30 {tmp_path}/s01 sh -c 'sleep 300 & echo $! > {pidfile}'; "
                           f"echo rc=$?")
     assert gone(int(pidfile.read_text()))
 
@@ -104,11 +105,10 @@ def test_step_command_leaves_nothing_running(tmp_path):
 def test_step_timeout_kills_the_whole_process_group(tmp_path):
     """At its limit a step's command and every process it started are killed."""
     pidfile = tmp_path / "child.pid"
-    done = guest_shell(tmp_path, f"run_limited s01 1 sh -c 'sleep 300 & echo $! > {pidfile}; "
-                                 f"sleep 300'; echo rc=$?; ls /tmp/s01.timedout; "
-                                 f"rm -f /tmp/s01.timedout")
+    done = guest_shell(tmp_path, f"run_limited s01 1 {tmp_path}/s01 sh -c 'sleep 300 & echo $! > {pidfile}; "
+                                 f"sleep 300'; echo rc=$?; ls {tmp_path}/s01.timedout")
     assert "rc=137" in done.stdout
-    assert "/tmp/s01.timedout" in done.stdout
+    assert f"{tmp_path}/s01.timedout" in done.stdout
     assert gone(int(pidfile.read_text()))
 
 
@@ -130,10 +130,10 @@ def escapees(output: str) -> list[tuple[int, int, int]]:
 def test_step_limit_kills_workers_in_process_groups_of_their_own(tmp_path, escape):
     """fsstress's case: setpgid(0, 0) in every process and SIGTERM ignored. At the
     limit the whole session goes, so no worker outlives the step."""
-    out = tmp_path / "out"
-    done = guest_shell(tmp_path, f"run_limited s01 2 {escape} > {out}; echo rc=$?; "
-                                 f"ls /tmp/s01.timedout; rm -f /tmp/s01.timedout")
-    assert "rc=137" in done.stdout and "/tmp/s01.timedout" in done.stdout
+    out = tmp_path / "s01.out"
+    done = guest_shell(tmp_path, f"run_limited s01 2 {tmp_path}/s01 {escape}; echo rc=$?; "
+                                 f"ls {tmp_path}/s01.timedout")
+    assert "rc=137" in done.stdout and f"{tmp_path}/s01.timedout" in done.stdout
     started = escapees(out.read_text())
     assert len(started) == 3
     assert len({pgid for _, pgid, _ in started}) == 3  # three groups, one session
@@ -142,8 +142,8 @@ def test_step_limit_kills_workers_in_process_groups_of_their_own(tmp_path, escap
 
 
 def test_workers_left_behind_by_a_command_that_ended_are_killed(tmp_path, escape):
-    out = tmp_path / "out"
-    done = guest_shell(tmp_path, f"run_limited s01 60 {escape} -e > {out}; echo rc=$?")
+    out = tmp_path / "s01.out"
+    done = guest_shell(tmp_path, f"run_limited s01 60 {tmp_path}/s01 {escape} -e; echo rc=$?")
     assert "rc=0" in done.stdout
     started = escapees(out.read_text())
     assert len(started) == 3 and all(gone(pid) for pid, _, _ in started)

@@ -6,6 +6,7 @@ here.
 """
 
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -48,12 +49,20 @@ def problems(guest, *paths: Path) -> list[str]:
 
 
 @pytest.fixture
-def tool(tmp_path) -> Path:
+def elsewhere():
+    """A folder outside /tmp (the guest's /tmp is not the image's: an absolute
+    path there cannot be kept)."""
+    folder = Path(tempfile.mkdtemp(prefix="inode-duel-test-", dir="/var/tmp"))
+    yield folder
+    shutil.rmtree(folder)
+
+
+@pytest.fixture
+def tool(elsewhere) -> Path:
     """A static program built elsewhere, outside any workloads folder."""
-    elsewhere = tmp_path / "build" / "bin"
-    elsewhere.mkdir(parents=True)
-    shutil.copy("/bin/busybox", elsewhere / "mytool")
-    return elsewhere / "mytool"
+    (elsewhere / "bin").mkdir()
+    shutil.copy("/bin/busybox", elsewhere / "bin" / "mytool")
+    return elsewhere / "bin" / "mytool"
 
 
 def test_an_absolute_binary_is_not_on_the_guests_path(tmp_path, guest, tool):
@@ -129,12 +138,24 @@ def test_binaries_and_files_follow_one_path_rule(tmp_path, guest, tool):
                 f"{key}.wl:7: {key}: ../build/bin/mytool leaves the folder of this "
                 f"declaration: give an absolute path")):
             workloads.parse(path)
-    data = tmp_path / "data.txt"
+    data = tool.parent / "data.txt"
     data.write_text("x\n")
     path = declare(folder, "absolute", f"cat {data}", f"files = {data}\nbinaries = {tool}\n")
     assert problems(guest, path) == []
     files = {f.path for f in check.deps.workload_files(workloads.parse(path), {})}
     assert files == {str(data), str(tool)}
+
+
+def test_an_absolute_path_under_tmp_cannot_be_kept(tmp_path, guest):
+    """The guest's /tmp is the scratch directory of the filesystem under test: a
+    program built in /tmp and declared by its absolute path would vanish there."""
+    tool = tmp_path / "mytool"
+    shutil.copy("/bin/busybox", tool)
+    path = declare(tmp_path, "intmp", f"{tool}", f"binaries = {tool}\n")
+    assert problems(guest, path) == [
+        f"{path}:7: binaries: {tool} would be {tool} in the guest, but the guest's /tmp is "
+        f"not the image's (/tmp is the scratch directory of the filesystem under test): copy "
+        f"it beside the .wl file and declare it relative, or keep it in another folder"]
 
 
 def test_every_problem_of_every_file_is_reported(tmp_path, guest):

@@ -22,7 +22,7 @@ def test_plan_runs_each_step_on_its_device_and_finishes():
     assert runs == [["run_step", "s01", "tmpfs", "none", limit, "program", "2"],
                     ["run_step", "s02", "xfs", "/dev/vdb", limit, "program", "2"],
                     ["run_step", "s03", "ext4", "/dev/vda", limit, "program", "1"]]
-    assert f"-L /tmp/s02 {protocol.WORK_DIR}" in script
+    assert f"-L {protocol.HARNESS_DIR}/s02 {protocol.WORK_DIR}" in script
     assert lines[-1] == "finish"
 
 

@@ -12,7 +12,10 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from harness.layout import REPO_ROOT
 
@@ -35,8 +38,8 @@ default  = {default}
 BROKEN = "name = {name}\nsummary = half written\nrun = fsstress -p {{procs}}\noutput = csv\n"
 
 
-def modules_reading_workloads() -> list[str]:
-    return sorted(p.name for p in TESTS.glob("test_*.py")
+def modules_reading_workloads(tests: Path = TESTS) -> list[str]:
+    return sorted(p.name for p in tests.glob("test_*.py")
                   if p.name != Path(__file__).name and READS_WORKLOADS.search(p.read_text()))
 
 
@@ -56,11 +59,9 @@ def checkout_copy(where: Path) -> Path:
     return copy
 
 
-def add_user_workloads(copy: Path, where: Path) -> Path:
-    """Five benchmarks committed to workloads/ (as the user did), two broken
-    drafts beside them, and a WORKLOADS_DIR folder of the user's own."""
-    binary = where / "elsewhere" / "bench"
-    binary.parent.mkdir()
+def add_user_workloads(copy: Path, where: Path, binary: Path) -> Path:
+    """Five benchmarks of binary committed to workloads/ (as the user did), two
+    broken drafts beside them, and a WORKLOADS_DIR folder of the user's own."""
     shutil.copy("/bin/busybox", binary)
     for i in range(5):
         name = f"user-bench-{i}"
@@ -82,15 +83,24 @@ def test_the_tests_that_read_workloads_are_found():
     assert {"test_soak.py", "test_workloads.py", "test_deps.py", "test_check.py"} <= set(found)
 
 
-def test_make_test_stays_green_with_a_users_workloads(tmp_path):
+@pytest.fixture
+def elsewhere():
+    """Where the user built their benchmark: not under /tmp, which the guest
+    does not keep."""
+    folder = Path(tempfile.mkdtemp(prefix="inode-duel-test-", dir="/var/tmp"))
+    yield folder
+    shutil.rmtree(folder)
+
+
+def test_make_test_stays_green_with_a_users_workloads(tmp_path, elsewhere):
     copy = checkout_copy(tmp_path)
-    own = add_user_workloads(copy, tmp_path)
+    own = add_user_workloads(copy, tmp_path, elsewhere / "bench")
     env = dict(os.environ, WORKLOADS_DIR=str(own), BUILD_DIR=str(tmp_path / "build"),
                RESULTS_DIR=str(tmp_path / "results"))
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m",
          "not boot and not tree and not extra_image",
-         *[f"harness/tests/{m}" for m in modules_reading_workloads()]],
+         *[f"harness/tests/{m}" for m in modules_reading_workloads(copy / "harness" / "tests")]],
         cwd=copy, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " passed" in done.stdout.splitlines()[-1]
