@@ -219,19 +219,7 @@ def step_numbers(step: Step, received: channel.Received, order: LockOrder) -> St
         timed = _timed_s(step, window)
         if timed is not None:
             figures.append(Figure(workload.name, "", "elapsed", timed, "s"))
-    for phase in phases:
-        if phase.ops is not None:
-            figures.append(Figure(phase.name, "", "ops", phase.ops, workload.unit))
-        if phase.elapsed_s is not None:
-            figures.append(Figure(phase.name, "", "elapsed", phase.elapsed_s, "s"))
-        if phase.throughput is not None:
-            figures.append(Figure(phase.name, "", "throughput", phase.throughput,
-                                  f"{workload.unit}/s"))
-        units = dict(workload.figure_units)
-        for key, value in phase.extra.items():
-            figures.append(Figure(phase.name, "", key, value,
-                                  units.get(key) or workload_output.unit_of(key)))
-
+    figures += [f for phase in phases for f in _phase_figures(step, phase)]
     # Lock windows: per phase when the program windowed them, else one for the
     # step, named after its phase when it has exactly one (after the workload
     # when it has none).
@@ -258,6 +246,23 @@ def step_numbers(step: Step, received: channel.Received, order: LockOrder) -> St
     lockdep_on = {"1": True, "0": False}.get(status.get("debug_locks", ""))
     return StepNumbers(exit_code, status.get("timedout") == "1", tuple(figures), valid, error,
                        lockdep_on, "; ".join(notes))
+
+
+def _phase_figures(step: Step, phase: PhaseOps) -> list[Figure]:
+    """A phase's own figures: operations, elapsed time, throughput and the
+    program's extra figures with their units."""
+    workload = step.workload
+    out = []
+    if phase.ops is not None:
+        out.append(Figure(phase.name, "", "ops", phase.ops, workload.unit))
+    if phase.elapsed_s is not None:
+        out.append(Figure(phase.name, "", "elapsed", phase.elapsed_s, "s"))
+    if phase.throughput is not None:
+        out.append(Figure(phase.name, "", "throughput", phase.throughput, f"{workload.unit}/s"))
+    units = dict(workload.figure_units)
+    out += [Figure(phase.name, "", key, value, units.get(key) or workload_output.unit_of(key))
+            for key, value in phase.extra.items()]
+    return out
 
 
 def _lock_figures(phase: str, role: RoleTotals, ops: int) -> list[Figure]:

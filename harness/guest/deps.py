@@ -9,7 +9,13 @@ program among them (found with ldd, loader included). Host paths are
 taken the way the host resolves them (/bin is /usr/bin on a merged-/usr
 system); the guest keeps those paths.
 
-Every error names the declaration's file and line.
+binaries and files follow one rule (guest/workloads.py): absolute, kept
+at that path in the guest, except under the folders the guest does not
+take from its image (RESERVED); or relative to the declaration's own
+folder, put in /usr/local/bin (binaries) or /workloads (files).
+
+Every error names the declaration's file and line. What the guest will
+do with these files (PATH, interpreters) is guest/check.py's.
 """
 
 from __future__ import annotations

@@ -97,16 +97,17 @@ def gone(pid: int, within_s: float = 5.0) -> bool:
 def test_step_command_leaves_nothing_running(tmp_path):
     """Whatever a step's command starts in the background dies with the step."""
     pidfile = tmp_path / "orphan.pid"
-    guest_shell(tmp_path, f"run_limited s01 30 {tmp_path}/s01 sh -c 'sleep 300 & echo $! > {pidfile}'; "
-                          f"echo rc=$?")
+    guest_shell(tmp_path, f"run_limited s01 30 {tmp_path}/s01 "
+                          f"sh -c 'sleep 300 & echo $! > {pidfile}'; echo rc=$?")
     assert gone(int(pidfile.read_text()))
 
 
 def test_step_timeout_kills_the_whole_process_group(tmp_path):
     """At its limit a step's command and every process it started are killed."""
     pidfile = tmp_path / "child.pid"
-    done = guest_shell(tmp_path, f"run_limited s01 1 {tmp_path}/s01 sh -c 'sleep 300 & echo $! > {pidfile}; "
-                                 f"sleep 300'; echo rc=$?; ls {tmp_path}/s01.timedout")
+    done = guest_shell(tmp_path, f"run_limited s01 1 {tmp_path}/s01 "
+                                 f"sh -c 'sleep 300 & echo $! > {pidfile}; sleep 300'; "
+                                 f"echo rc=$?; ls {tmp_path}/s01.timedout")
     assert "rc=137" in done.stdout
     assert f"{tmp_path}/s01.timedout" in done.stdout
     assert gone(int(pidfile.read_text()))
