@@ -31,10 +31,9 @@ def check(workloads: list[Workload], base: list[GuestFile],
     notes, problems, waiting = deps.check_packages(workloads)
     for workload in workloads:
         pending = sorted(waiting & {p.value for p in workload.packages})
-        try:
-            files = deps.workload_files(_without(workload, pending), programs)
-        except WorkloadError as err:
-            problems += err.problems
+        files, missing = _files(_without(workload, pending), programs)
+        problems += missing
+        if missing:  # the run line is judged once what it calls is there
             continue
         view = GuestView(base + list(programs.values()) + files)
         problems += binary_problems(workload, view)
@@ -46,6 +45,18 @@ def check(workloads: list[Workload], base: list[GuestFile],
     if problems:
         raise WorkloadError(problems)
     return notes
+
+
+def _files(workload: Workload, programs: dict[str, GuestFile]) -> tuple[list[GuestFile],
+                                                                        list[str]]:
+    """The workload's guest files, and the problems of each kind of them."""
+    files, problems = deps.programs_named(workload, programs), []
+    for kind in (deps.binary_files, deps.package_files, deps.data_files):
+        try:
+            files += kind(workload)
+        except WorkloadError as err:
+            problems += err.problems
+    return files, problems
 
 
 def _without(workload: Workload, packages: list[str]) -> Workload:

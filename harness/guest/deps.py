@@ -134,22 +134,48 @@ def _reserved(workload: Workload, key: str, item: Declared, guest: str) -> str:
             f"relative, or keep it in another folder")
 
 
-def binary_files(workload: Workload) -> list[GuestFile]:
+def _binary(workload: Workload, item: Declared) -> list[GuestFile]:
+    host = declared_host_path(workload, "binaries", item)
+    where = _where(workload, item)
+    if not host.exists():
+        raise WorkloadError(_missing(workload, "binaries", item, host))
+    if not host.is_file() or not os.access(host, os.X_OK):
+        raise WorkloadError(f"{where}: binaries: {item.value} is not an executable file")
+    guest = binary_guest_path(item, host)
+    if _reserved(workload, "binaries", item, guest):
+        raise WorkloadError(_reserved(workload, "binaries", item, guest))
+    origin = f"binaries ({where})"
+    return [regular(guest, host.resolve(), origin)] + libraries_of(host, origin)
+
+
+def _data_file(workload: Workload, item: Declared) -> list[GuestFile]:
+    """Absolute: the same path in the guest; relative: /workloads/PATH."""
+    host = declared_host_path(workload, "files", item)
+    if not host.is_file():
+        raise WorkloadError(_missing(workload, "files", item, host))
+    guest = host_path(str(host)) if Path(item.value).is_absolute() \
+        else f"{DATA_DIR}/{item.value}"
+    if _reserved(workload, "files", item, guest):
+        raise WorkloadError(_reserved(workload, "files", item, guest))
+    return [regular(guest, host, f"files ({_where(workload, item)})", 0o644)]
+
+
+def _each(items, resolve) -> list[GuestFile]:
+    """Every item's files; the problems of every item raised together."""
     out: list[GuestFile] = []
-    for item in workload.binaries:
-        host = declared_host_path(workload, "binaries", item)
-        where = _where(workload, item)
-        if not host.exists():
-            raise WorkloadError(_missing(workload, "binaries", item, host))
-        if not host.is_file() or not os.access(host, os.X_OK):
-            raise WorkloadError(f"{where}: binaries: {item.value} is not an executable file")
-        origin = f"binaries ({where})"
-        guest = binary_guest_path(item, host)
-        if _reserved(workload, "binaries", item, guest):
-            raise WorkloadError(_reserved(workload, "binaries", item, guest))
-        out.append(regular(guest, host.resolve(), origin))
-        out += libraries_of(host, origin)
+    problems: list[str] = []
+    for item in items:
+        try:
+            out += resolve(item)
+        except WorkloadError as err:
+            problems += err.problems
+    if problems:
+        raise WorkloadError(problems)
     return out
+
+
+def binary_files(workload: Workload) -> list[GuestFile]:
+    return _each(workload.binaries, lambda item: _binary(workload, item))
 
 
 # -- packages
@@ -206,18 +232,7 @@ def package_files(workload: Workload) -> list[GuestFile]:
 
 
 def data_files(workload: Workload) -> list[GuestFile]:
-    """Absolute: the same path in the guest; relative: /workloads/PATH."""
-    out = []
-    for item in workload.files:
-        host = declared_host_path(workload, "files", item)
-        if not host.is_file():
-            raise WorkloadError(_missing(workload, "files", item, host))
-        guest = host_path(str(host)) if Path(item.value).is_absolute() \
-            else f"{DATA_DIR}/{item.value}"
-        if _reserved(workload, "files", item, guest):
-            raise WorkloadError(_reserved(workload, "files", item, guest))
-        out.append(regular(guest, host, f"files ({_where(workload, item)})", 0o644))
-    return out
+    return _each(workload.files, lambda item: _data_file(workload, item))
 
 
 def programs_named(workload: Workload, programs: dict[str, GuestFile]) -> list[GuestFile]:

@@ -180,6 +180,14 @@ def test_every_problem_of_every_file_is_reported(tmp_path, guest):
     assert raised.value.problems == found
 
 
+def test_every_missing_binary_and_file_of_one_workload_is_named(tmp_path, guest):
+    path = declare(tmp_path, "many", "true", "binaries = bin/a bin/b\nfiles = x.txt\n")
+    assert problems(guest, path) == [
+        f"{path}:7: binaries: bin/a does not exist (relative to {tmp_path})",
+        f"{path}:7: binaries: bin/b does not exist (relative to {tmp_path})",
+        f"{path}:8: files: x.txt does not exist (relative to {tmp_path})"]
+
+
 def test_the_same_name_in_two_folders_is_refused(tmp_path):
     for folder in ("one", "two"):
         (tmp_path / folder).mkdir()
