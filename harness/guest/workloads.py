@@ -527,6 +527,10 @@ def select(workloads: dict[str, Workload], spec: str) -> list[Workload]:
     """WORKLOADS= value: 'default', 'all', or names separated by spaces or commas."""
     if spec in ("", "default"):
         chosen = [w for w in workloads.values() if w.default]
+        if not chosen:
+            folders = sorted({str(w.folder) for w in workloads.values()})
+            raise WorkloadError(f"no workload of {', '.join(folders)} says default = yes: "
+                                f"name the ones to run (WORKLOADS=...), or 'all'")
     elif spec == "all":
         chosen = list(workloads.values())
     else:

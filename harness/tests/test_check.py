@@ -188,6 +188,15 @@ def test_every_missing_binary_and_file_of_one_workload_is_named(tmp_path, guest)
         f"{path}:8: files: x.txt does not exist (relative to {tmp_path})"]
 
 
+def test_a_folder_without_default_workloads_asks_for_names(tmp_path):
+    declare(tmp_path, "mine", "true")
+    known = workloads.load_all(tmp_path)
+    with pytest.raises(workloads.WorkloadError, match=f"no workload of {tmp_path} says "
+                                                      f"default = yes: name the ones to run"):
+        workloads.select(known, "default")
+    assert workloads.select(known, "all") == [known["mine"]]
+
+
 def test_the_same_name_in_two_folders_is_refused(tmp_path):
     for folder in ("one", "two"):
         (tmp_path / folder).mkdir()
