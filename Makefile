@@ -14,7 +14,8 @@
 # WORKLOADS, FLAVOURS, BASELINE, FULL=1 (all workloads, REPEAT=5,
 # ICOUNT_REPEAT=3), V=1 (echo the guest console), IMAGES=DIR (kernel images
 # from another build folder or a shared cache), NO_BUILD=1 (never build a
-# kernel: a missing image is an error naming it).
+# kernel: a missing image is an error naming it), WORKLOADS_DIR=DIR[:DIR...]
+# (workload declarations from folders of your own instead of workloads/).
 # On a cluster: EXECUTOR=slurm SLURM_PARTITION=name [SLURM_SHARED=dir seen by
 # every node, default RESULTS_DIR/slurm] [SLURM_OPTIONS="--account=x ..."].
 # Kernel builds over distcc: DISTCC_HOSTS="host/N ..." (in the environment).
@@ -37,7 +38,8 @@ SEED ?=
 V ?=
 IMAGES ?=
 NO_BUILD ?=
-EXECUTOR ?= local
+WORKLOADS_DIR ?=
+EXECUTOR ?=
 SLURM_PARTITION ?=
 SLURM_SHARED ?=
 SLURM_OPTIONS ?=
@@ -50,28 +52,33 @@ PACKAGES = linux-source-6.1 qemu-system-x86 ccache busybox-static gnuplot-nox \
 # And the packages the workloads declare (packages = ... in workloads/*.wl:
 # fio, fsmark, dbench, stress-ng, ...), as the harness reads them. A broken
 # declaration gives none here; check-workloads then names its file and line.
-WORKLOAD_PACKAGES := $(shell $(PYTHON) -m harness workload-packages 2>/dev/null)
+WORKLOADS_DIR_ARG = $(if $(WORKLOADS_DIR),--workloads-dir '$(WORKLOADS_DIR)')
+WORKLOAD_PACKAGES := $(shell $(PYTHON) -m harness workload-packages $(WORKLOADS_DIR_ARG) 2>/dev/null)
 ALL_PACKAGES = $(PACKAGES) $(WORKLOAD_PACKAGES)
 DEPS_STAMP = build/.deps-$(shell echo $(ALL_PACKAGES) | md5sum | cut -c1-8)
 
 .PHONY: compare soak report slides reference kernels bisect-check compile-check test test-extra unit-test clean deps check-workloads
 
+# Only the knobs that were set, on one line: the echoed command is what ran.
+COMPARE_KNOBS = $(strip $(if $(KERNELS),--kernels $(KERNELS)) $(if $(CPUS),--cpus $(CPUS)) \
+	$(if $(REPEAT),--repeat $(REPEAT)) $(if $(DEBUG_REPEAT),--debug-repeat $(DEBUG_REPEAT)) \
+	$(if $(ICOUNT_REPEAT),--icount-repeat $(ICOUNT_REPEAT)) $(if $(FULL),--full) \
+	$(if $(CS_REPEAT),--cs-repeat $(CS_REPEAT)) $(if $(WORKLOADS),--workloads $(WORKLOADS)) \
+	$(if $(FLAVOURS),--flavours $(FLAVOURS)) $(if $(BASELINE),--baseline $(BASELINE)) \
+	$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v) $(if $(IMAGES),--images $(IMAGES)) \
+	$(if $(NO_BUILD),--no-build) $(WORKLOADS_DIR_ARG) $(if $(EXECUTOR),--executor $(EXECUTOR)) \
+	$(if $(SLURM_PARTITION),--slurm-partition '$(SLURM_PARTITION)') \
+	$(if $(SLURM_SHARED),--slurm-shared '$(SLURM_SHARED)') \
+	$(if $(SLURM_OPTIONS),--slurm-options='$(SLURM_OPTIONS)'))
+SOAK_KNOBS = $(strip $(if $(KERNELS),--kernels $(KERNELS)) $(if $(FLAVOURS),--flavours $(FLAVOURS)) \
+	$(if $(CPUS),--cpus $(CPUS)) $(if $(SEED),--seed $(SEED)) $(WORKLOADS_DIR_ARG))
+
 compare: $(DEPS_STAMP) check-workloads
-	$(HARNESS) compare --kernels $(KERNELS) --cpus $(CPUS) \
-		$(if $(REPEAT),--repeat $(REPEAT)) $(if $(DEBUG_REPEAT),--debug-repeat $(DEBUG_REPEAT)) \
-		$(if $(ICOUNT_REPEAT),--icount-repeat $(ICOUNT_REPEAT)) $(if $(FULL),--full) \
-		$(if $(CS_REPEAT),--cs-repeat $(CS_REPEAT)) \
-		--workloads $(WORKLOADS) --flavours $(FLAVOURS) $(if $(BASELINE),--baseline $(BASELINE)) \
-		$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v) \
-		$(if $(IMAGES),--images $(IMAGES)) $(if $(NO_BUILD),--no-build) --executor $(EXECUTOR) \
-		$(if $(SLURM_PARTITION),--slurm-partition '$(SLURM_PARTITION)') \
-		$(if $(SLURM_SHARED),--slurm-shared '$(SLURM_SHARED)') \
-		$(if $(SLURM_OPTIONS),--slurm-options='$(SLURM_OPTIONS)')
+	$(strip $(HARNESS) compare $(COMPARE_KNOBS))
 
 # Random workload mixes on the debug and sanitize kernels until DURATION is up.
 soak: $(DEPS_STAMP) check-workloads
-	$(HARNESS) soak --duration $(or $(DURATION),$(error DURATION=45m|2h|... is required)) \
-		--kernels $(KERNELS) --flavours $(FLAVOURS) --cpus $(CPUS) $(if $(SEED),--seed $(SEED))
+	$(strip $(HARNESS) soak --duration $(or $(DURATION),$(error DURATION=45m|2h|... is required)) $(SOAK_KNOBS))
 
 report:
 	$(HARNESS) report $(RUN_DIR) $(if $(BASELINE),--baseline $(BASELINE))
@@ -94,10 +101,16 @@ compile-check: $(DEPS_STAMP)
 	$(HARNESS) compile-check $(or $(KERNEL),$(error KERNEL= is required)) $(if $(GREP),--grep '$(GREP)')
 
 check-workloads:
-	$(HARNESS) check-workloads
+	$(strip $(HARNESS) check-workloads $(WORKLOADS_DIR_ARG))
+
+# The image the boot tests boot (test_boot, test_byob_boot, test_slurm, ...):
+# built or found before pytest starts, with the same progress lines and
+# estimate as make compare, instead of minutes of silence inside a test.
+TEST_KERNEL = mainline --flavour debug
 
 # What CI runs: every test but those that need another kernel build.
 test: $(DEPS_STAMP)
+	$(HARNESS) build $(TEST_KERNEL)
 	$(PYTHON) -m pytest -ra -m "not extra_image" harness/tests
 
 # The tests that build and boot further images (the tcg-cs measurement kernel).

@@ -32,12 +32,12 @@ from pathlib import Path
 from harness import lockorder, progress
 from harness.analysis import predict, scaling_inputs
 from harness.boot import channel, qemu, runner, tcg_cs
-from harness.guest import deps, initramfs, plan, protocol, workloads
+from harness.guest import check, deps, initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
 from harness.report import charts, document, reference, slides, svg_pages
 from harness.run import compare, matrix, nodejob, slurm, soak
-from harness.layout import default_layout, slug
+from harness.layout import default_layout, folder_list, slug
 
 def _read(path: str) -> str:
     return Path(path).read_text(errors="replace")
@@ -84,10 +84,14 @@ def _split(values: list[str]) -> list[str]:
 
 
 def _layout(args):
-    """The layout, with kernel images from --images DIR when given."""
+    """The layout, with kernel images from --images DIR and workload declarations
+    from --workloads-dir DIR when given."""
     layout = default_layout()
-    if args.images:
+    if getattr(args, "images", None):
         layout = dataclasses.replace(layout, image_store=Path(args.images).resolve())
+    if getattr(args, "workloads_dir", None):
+        folders = tuple(f for value in args.workloads_dir for f in folder_list(value))
+        layout = dataclasses.replace(layout, workload_dirs=folders)
     return layout
 
 
@@ -202,7 +206,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_soak(args) -> int:
-    layout = default_layout()
+    layout = _layout(args)
     known = workloads.select(workloads.load_all(layout.workloads),
                              " ".join(args.workloads) or "all")
     kernels = (series.expand_names(layout, _split(args.kernels)) if args.kernels
@@ -289,9 +293,18 @@ def cmd_compile_check(args) -> int:
 
 
 def cmd_check_workloads(args) -> int:
-    layout = default_layout()
-    known = workloads.load_all(layout.workloads)
-    notes = deps.check(layout.workloads, list(known.values()))
+    layout = _layout(args)
+    progress.say(f"workload declarations from {' '.join(map(str, layout.workloads))}")
+    known, problems = workloads.read_all(layout.workloads)
+    guest = layout.guest
+    programs = initramfs.program_files(initramfs.compile_workloads(layout, guest / "bin"))
+    base = initramfs.harness_files(initramfs.compile_helper(guest / "helper"))
+    try:
+        notes = check.check(list(known.values()), base, programs)
+    except workloads.WorkloadError as err:
+        problems += err.problems
+    if problems:  # every file's, parsed or not
+        raise workloads.WorkloadError(workloads.in_file_order(problems))
     for w in known.values():
         print(f"{w.name:24} {'default' if w.default else '       '} {' '.join(w.filesystems):11}"
               f" {w.summary}")
@@ -302,9 +315,16 @@ def cmd_check_workloads(args) -> int:
 
 def cmd_workload_packages(args) -> int:
     """For make: the Debian packages the workloads declare, one line."""
-    known = workloads.load_all(default_layout().workloads)
+    known = workloads.load_all(_layout(args).workloads)
     print(" ".join(deps.declared_packages(list(known.values()))))
     return 0
+
+
+def _add_workloads_dir(p) -> None:
+    p.add_argument("--workloads-dir", action="append", metavar="DIR",
+                   help="read the workload declarations (*.wl) of DIR instead of the "
+                        "checkout's workloads/ (several: repeat it, or DIR1:DIR2); also "
+                        "WORKLOADS_DIR=DIR")
 
 
 def _add_image_options(p) -> None:
@@ -351,6 +371,7 @@ def _add_boot(sub) -> None:
     p.add_argument("--out", help="boot folder (default under results/boots/)")
     p.add_argument("-v", "--verbose", action="store_true", help="echo the console")
     _add_image_options(p)
+    _add_workloads_dir(p)
     p.set_defaults(func=cmd_boot)
 
 
@@ -380,6 +401,7 @@ def _add_compare(sub) -> None:
     p.add_argument("--slurm-shared",
                    help="a directory at the same path on every node (default: RESULTS_DIR/slurm)")
     p.add_argument("--slurm-options", help="more sbatch/srun options, e.g. '--account=x'")
+    _add_workloads_dir(p)
     p.set_defaults(func=cmd_compare)
 
 
@@ -394,6 +416,7 @@ def _add_soak(sub) -> None:
     p.add_argument("--workloads", nargs="*", default=[], help="default: all")
     p.add_argument("--seed", type=int, default=1, help="the same seed draws the same mixes")
     p.add_argument("--accel", default="tcg", choices=["tcg", "kvm"])
+    _add_workloads_dir(p)
     p.set_defaults(func=cmd_soak)
 
 
@@ -436,11 +459,13 @@ def _add_compile_check(sub) -> None:
 
 def _add_check_workloads(sub) -> None:
     p = sub.add_parser("check-workloads", help="validate workloads/*.wl")
+    _add_workloads_dir(p)
     p.set_defaults(func=cmd_check_workloads)
 
 
 def _add_workload_packages(sub) -> None:
     p = sub.add_parser("workload-packages", help="Debian packages the workloads declare")
+    _add_workloads_dir(p)
     p.set_defaults(func=cmd_workload_packages)
 
 
@@ -504,7 +529,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ERRORS as err:
-        print(f"error: {err}", file=sys.stderr)
+        for line in str(err).splitlines() or [""]:
+            print(f"error: {line}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted: finished cells are kept; run the same command to resume",

@@ -26,6 +26,9 @@ class Layout:
     ccache: Path
     results: Path
     image_store: Path | None = None  # built kernels kept elsewhere (--images, IMAGES_DIR)
+    # Folders of .wl declarations (--workloads-dir, WORKLOADS_DIR); none: the
+    # checkout's own workloads/.
+    workload_dirs: tuple[Path, ...] = ()
 
     # -- the repository
 
@@ -34,8 +37,20 @@ class Layout:
         return self.repo / "configs"
 
     @property
-    def workloads(self) -> Path:
+    def own_workloads(self) -> Path:
+        """The checkout's workloads/: its declarations, and the harness's own
+        programs (src/) that any run line may call."""
         return self.repo / "workloads"
+
+    @property
+    def workloads(self) -> tuple[Path, ...]:
+        """The folders whose *.wl files are the workloads a run can choose from."""
+        return self.workload_dirs or (self.own_workloads,)
+
+    @property
+    def workload_sources(self) -> Path:
+        """The C programs of workloads/src, compiled into every guest's /bin."""
+        return self.own_workloads / "src"
 
     def series_dir(self, name: str) -> Path:
         return self.repo / f"series-{name}"
@@ -138,9 +153,15 @@ class Layout:
         return self.results / "bisect" / f"{slug(kernel)}-{key}"
 
 
+def folder_list(value: str) -> tuple[Path, ...]:
+    """WORKLOADS_DIR's value: folders separated by ':', as in PATH."""
+    return tuple(Path(item).resolve() for item in value.split(os.pathsep) if item)
+
+
 def default_layout(environ: dict[str, str] | None = None) -> Layout:
-    """The layout for this checkout; BUILD_DIR, RESULTS_DIR, CCACHE_DIR and
-    IMAGES_DIR (kernel images from elsewhere) override."""
+    """The layout for this checkout; BUILD_DIR, RESULTS_DIR, CCACHE_DIR,
+    IMAGES_DIR (kernel images from elsewhere) and WORKLOADS_DIR (folders of
+    workload declarations, ':'-separated, instead of the checkout's) override."""
     env = os.environ if environ is None else environ
     build = Path(env.get("BUILD_DIR", REPO_ROOT / "build")).resolve()
     results = Path(env.get("RESULTS_DIR", REPO_ROOT / "results")).resolve()
@@ -148,4 +169,4 @@ def default_layout(environ: dict[str, str] | None = None) -> Layout:
     ccache = Path(env.get("CCACHE_DIR", cache_home / "inode-duel" / "ccache"))
     images = Path(env["IMAGES_DIR"]).resolve() if env.get("IMAGES_DIR") else None
     return Layout(repo=REPO_ROOT, build=build, ccache=ccache.resolve(), results=results,
-                  image_store=images)
+                  image_store=images, workload_dirs=folder_list(env.get("WORKLOADS_DIR", "")))

@@ -12,6 +12,7 @@ from harness.lockorder import LockOrder, RoleTotals
 from harness.boot import channel
 from harness.parsers import fio, lockstat, workload_output
 from harness.guest.plan import Step
+from harness.guest.workloads import RATE_WINDOW_TOLERANCE
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,16 @@ class MissingOutput(Exception):
 
 @dataclass(frozen=True)
 class Window:
-    """stepwatch's record of a step: how long the command and the timed window took."""
+    """stepwatch's record of a step: how long the command and the timed window
+    took, and where the window lies in the command's stdout and stderr (byte
+    offsets; to -1: the end). Boots before 2026-12-06 did not say: their whole
+    output counts as inside."""
     command_s: float
     window_s: float
     opened: bool
     closed: bool
+    out: tuple[int, int] = (0, -1)
+    err: tuple[int, int] = (0, -1)
 
     @classmethod
     def parse(cls, text: str | None) -> Window | None:
@@ -69,10 +75,23 @@ class Window:
             return None
         fields = _parse_status(text)
         try:
+            spans = [(int(fields.get(f"{s}_from", "0")), int(fields.get(f"{s}_to", "-1")))
+                     for s in ("out", "err")]
             return cls(int(fields["command_ns"]) / 1e9, int(fields["window_ns"]) / 1e9,
-                       fields["opened"] == "1", fields["closed"] == "1")
+                       fields["opened"] == "1", fields["closed"] == "1", *spans)
         except (KeyError, ValueError):
             return None
+
+
+def output_lines(step: Step, received: channel.Received,
+                 window: Window | None) -> list[workload_output.Line]:
+    """The command's stdout and stderr, each line placed before, inside or after
+    the timed window."""
+    out, err = (received.get(f"{step.id}.{name}") or b"" for name in ("out", "err"))
+    if window is None or step.workload.window != "lines":
+        return workload_output.placed_lines(out) + workload_output.placed_lines(err)
+    return (workload_output.placed_lines(out, *window.out)
+            + workload_output.placed_lines(err, *window.err))
 
 
 def _window_error(step: Step, window: Window | None) -> str:
@@ -95,7 +114,8 @@ def _timed_s(step: Step, window: Window | None) -> float | None:
     return window.window_s if step.workload.window == "lines" else window.command_s
 
 
-def _phases(step: Step, received: channel.Received, window: Window | None) -> list[PhaseOps]:
+def _phases(step: Step, received: channel.Received, window: Window | None,
+            notes: list[str]) -> list[PhaseOps]:
     workload = step.workload
     phases: list[PhaseOps] = []
     out = received.text(f"{step.id}.out") or ""
@@ -117,20 +137,43 @@ def _phases(step: Step, received: channel.Received, window: Window | None) -> li
         phases.append(PhaseOps(workload.name, workload.ops_for(step.procs),
                                _timed_s(step, window), {}))
     if workload.matches:
-        patterns = [workload_output.Pattern(m.phase, m.pattern, f"{workload.path}:{m.lineno}")
-                    for m in workload.matches]
-        text = out + "\n" + (received.text(f"{step.id}.err") or "")
-        timed = _timed_s(step, window)
-        for m in workload_output.parse_matches(text, patterns, workload.name):
-            elapsed = m.elapsed_s if m.elapsed_s is not None else (
-                m.ops / m.rate if m.ops is not None and m.rate else timed)
-            phases.append(PhaseOps(m.name, m.ops, elapsed, m.extra, m.rate))
+        phases += _matched(step, received, window, notes)
     names = [p.name for p in phases]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise MissingOutput(f"phase {twice[0]!r} reported twice (by result lines and a match "
                             f"key?): name the match key's phase otherwise")
     return phases
+
+
+def _matched(step: Step, received: channel.Received, window: Window | None,
+             notes: list[str]) -> list[PhaseOps]:
+    """The phases of the match keys, read from the lines of the timed window (or
+    the summary after it); elapsed is elapsed_s, else ops/rate, else the window."""
+    workload = step.workload
+    patterns = [workload_output.Pattern(m.phase, m.pattern, f"{workload.path}:{m.lineno}")
+                for m in workload.matches]
+    timed = _timed_s(step, window)
+    phases = []
+    for m in workload_output.parse_matches(output_lines(step, received, window), patterns,
+                                           workload.name):
+        elapsed = m.elapsed_s
+        if elapsed is None and m.ops is not None and m.rate:
+            elapsed = m.ops / m.rate
+            notes += _rate_note(m.name, elapsed, timed)
+        phases.append(PhaseOps(m.name, m.ops, timed if elapsed is None else elapsed, m.extra,
+                               m.rate))
+    return phases
+
+
+def _rate_note(phase: str, elapsed: float, timed: float | None) -> list[str]:
+    """A warning when ops/rate and the timed window disagree: the program's rate
+    covers another interval than the window its lock counts come from."""
+    if not timed or abs(elapsed - timed) <= RATE_WINDOW_TOLERANCE * timed:
+        return []
+    return [f"{phase}: ops/rate gives {elapsed:.3g} s but the timed window was {timed:.3g} s "
+            f"({(elapsed - timed) / timed:+.0%}): the throughput is the program's own rate, "
+            f"over another interval than the window"]
 
 
 def _parse_status(text: str | None) -> dict[str, str]:
@@ -156,9 +199,10 @@ def step_numbers(step: Step, received: channel.Received, order: LockOrder) -> St
     figures: list[Figure] = []
     error = ""
     phases: list[PhaseOps] = []
+    notes: list[str] = []
     if exit_code is not None:  # a step that never ended has nothing to miss yet
         try:
-            phases = _phases(step, received, window)
+            phases = _phases(step, received, window, notes)
         except (workload_output.OutputError, fio.FioError) as err:
             error = f"unparsable output: {err}"
         except MissingOutput as err:
@@ -168,25 +212,14 @@ def step_numbers(step: Step, received: channel.Received, order: LockOrder) -> St
         error = f"killed at its {workload.timeout_s}s limit"
     elif exit_code not in (None, 0):
         error = (received.text(f"{step.id}.err") or "").strip()[-500:] or f"exit {exit_code}"
-    note = ""
     if workload.output == "none" and not workload.ops:
-        note = "no throughput: output = none (declare ops to get one)"
+        notes.append("no throughput: output = none (declare ops to get one)")
         if exit_code is not None:
             figures.append(Figure(workload.name, "", "exit_code", exit_code, ""))
         timed = _timed_s(step, window)
         if timed is not None:
             figures.append(Figure(workload.name, "", "elapsed", timed, "s"))
-    for phase in phases:
-        if phase.ops is not None:
-            figures.append(Figure(phase.name, "", "ops", phase.ops, workload.unit))
-        if phase.elapsed_s is not None:
-            figures.append(Figure(phase.name, "", "elapsed", phase.elapsed_s, "s"))
-        if phase.throughput is not None:
-            figures.append(Figure(phase.name, "", "throughput", phase.throughput,
-                                  f"{workload.unit}/s"))
-        for key, value in phase.extra.items():
-            figures.append(Figure(phase.name, "", key, value, workload_output.unit_of(key)))
-
+    figures += [f for phase in phases for f in _phase_figures(step, phase)]
     # Lock windows: per phase when the program windowed them, else one for the
     # step, named after its phase when it has exactly one (after the workload
     # when it has none).
@@ -212,7 +245,24 @@ def step_numbers(step: Step, received: channel.Received, order: LockOrder) -> St
                                           f"per {workload.unit}"))
     lockdep_on = {"1": True, "0": False}.get(status.get("debug_locks", ""))
     return StepNumbers(exit_code, status.get("timedout") == "1", tuple(figures), valid, error,
-                       lockdep_on, note)
+                       lockdep_on, "; ".join(notes))
+
+
+def _phase_figures(step: Step, phase: PhaseOps) -> list[Figure]:
+    """A phase's own figures: operations, elapsed time, throughput and the
+    program's extra figures with their units."""
+    workload = step.workload
+    out = []
+    if phase.ops is not None:
+        out.append(Figure(phase.name, "", "ops", phase.ops, workload.unit))
+    if phase.elapsed_s is not None:
+        out.append(Figure(phase.name, "", "elapsed", phase.elapsed_s, "s"))
+    if phase.throughput is not None:
+        out.append(Figure(phase.name, "", "throughput", phase.throughput, f"{workload.unit}/s"))
+    units = dict(workload.figure_units)
+    out += [Figure(phase.name, "", key, value, units.get(key) or workload_output.unit_of(key))
+            for key, value in phase.extra.items()]
+    return out
 
 
 def _lock_figures(phase: str, role: RoleTotals, ops: int) -> list[Figure]:

@@ -9,7 +9,13 @@ program among them (found with ldd, loader included). Host paths are
 taken the way the host resolves them (/bin is /usr/bin on a merged-/usr
 system); the guest keeps those paths.
 
-Every error names the declaration's file and line.
+binaries and files follow one rule (guest/workloads.py): absolute, kept
+at that path in the guest, except under the folders the guest does not
+take from its image (RESERVED); or relative to the declaration's own
+folder, put in /usr/local/bin (binaries) or /workloads (files).
+
+Every error names the declaration's file and line. What the guest will
+do with these files (PATH, interpreters) is guest/check.py's.
 """
 
 from __future__ import annotations
@@ -21,14 +27,19 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.guest import protocol
 from harness.guest.workloads import Declared, Workload, WorkloadError
 
 # Package files the guest never needs.
 SKIPPED_PREFIXES = ("/usr/share/doc/", "/usr/share/doc-base/", "/usr/share/man/",
                     "/usr/share/info/", "/usr/share/lintian/", "/usr/share/bug/",
                     "/usr/share/bash-completion/", "/usr/share/locale/", "/usr/share/menu/")
-LOCAL_BIN = "/usr/local/bin"  # where binaries given relative to workloads/ go
-DATA_DIR = "/workloads"  # where files go
+LOCAL_BIN = "/usr/local/bin"  # where relative binaries go
+DATA_DIR = "/workloads"  # where relative files go
+# Guest folders that are not the image's: an absolute binary or file cannot
+# be kept there (/tmp is a link to the scratch directory of the filesystem
+# under test, the others are mounted over).
+RESERVED = ("/tmp", protocol.WORK_DIR, protocol.HARNESS_DIR, "/proc", "/sys", "/dev")
 RUN_LINE_WORD = re.compile(r"[A-Za-z0-9_.+/-]+")
 
 
@@ -91,30 +102,80 @@ def host_path(path: str) -> str:
     return os.path.join(os.path.realpath(parent), name)
 
 
-# -- binaries
+# -- binaries and files: one path rule
 
 
-def binary_host_path(workloads_dir: Path, item: Declared) -> Path:
+def declared_host_path(workload: Workload, key: str, item: Declared) -> Path:
+    """A binaries or files path on the host: absolute, or relative to the
+    declaration's folder (parse refuses one that leaves it)."""
     path = Path(item.value)
-    return path if path.is_absolute() else workloads_dir / path
+    return path if path.is_absolute() else workload.folder / path
 
 
-def binary_files(workloads_dir: Path, workload: Workload) -> list[GuestFile]:
+def _missing(workload: Workload, key: str, item: Declared, host: Path) -> str:
+    hint = "" if Path(item.value).is_absolute() else f" (relative to {workload.folder})"
+    return f"{_where(workload, item)}: {key}: {item.value} does not exist{hint}"
+
+
+def binary_guest_path(item: Declared, host: Path) -> str:
+    """Absolute: the same path in the guest; relative: /usr/local/bin/NAME."""
+    return host_path(str(host)) if Path(item.value).is_absolute() \
+        else f"{LOCAL_BIN}/{host.name}"
+
+
+def _reserved(workload: Workload, key: str, item: Declared, guest: str) -> str:
+    """Why an absolute path cannot be kept in the guest ("" if it can)."""
+    folder = next((r for r in RESERVED if guest == r or guest.startswith(r + "/")), "")
+    if not folder:
+        return ""
+    return (f"{_where(workload, item)}: {key}: {item.value} would be {guest} in the guest, "
+            f"but the guest's {folder} is not the image's (/tmp is the scratch directory of "
+            f"the filesystem under test): copy it beside the .wl file and declare it "
+            f"relative, or keep it in another folder")
+
+
+def _binary(workload: Workload, item: Declared) -> list[GuestFile]:
+    host = declared_host_path(workload, "binaries", item)
+    where = _where(workload, item)
+    if not host.exists():
+        raise WorkloadError(_missing(workload, "binaries", item, host))
+    if not host.is_file() or not os.access(host, os.X_OK):
+        raise WorkloadError(f"{where}: binaries: {item.value} is not an executable file")
+    guest = binary_guest_path(item, host)
+    if _reserved(workload, "binaries", item, guest):
+        raise WorkloadError(_reserved(workload, "binaries", item, guest))
+    origin = f"binaries ({where})"
+    return [regular(guest, host.resolve(), origin)] + libraries_of(host, origin)
+
+
+def _data_file(workload: Workload, item: Declared) -> list[GuestFile]:
+    """Absolute: the same path in the guest; relative: /workloads/PATH."""
+    host = declared_host_path(workload, "files", item)
+    if not host.is_file():
+        raise WorkloadError(_missing(workload, "files", item, host))
+    guest = host_path(str(host)) if Path(item.value).is_absolute() \
+        else f"{DATA_DIR}/{item.value}"
+    if _reserved(workload, "files", item, guest):
+        raise WorkloadError(_reserved(workload, "files", item, guest))
+    return [regular(guest, host, f"files ({_where(workload, item)})", 0o644)]
+
+
+def _each(items, resolve) -> list[GuestFile]:
+    """Every item's files; the problems of every item raised together."""
     out: list[GuestFile] = []
-    for item in workload.binaries:
-        host = binary_host_path(workloads_dir, item)
-        where = _where(workload, item)
-        if not host.exists():
-            hint = "" if Path(item.value).is_absolute() else f" (relative to {workloads_dir})"
-            raise WorkloadError(f"{where}: binaries: {item.value} does not exist{hint}")
-        if not host.is_file() or not os.access(host, os.X_OK):
-            raise WorkloadError(f"{where}: binaries: {item.value} is not an executable file")
-        guest = host_path(str(host)) if Path(item.value).is_absolute() \
-            else f"{LOCAL_BIN}/{host.name}"
-        origin = f"binaries ({where})"
-        out.append(regular(guest, host.resolve(), origin))
-        out += libraries_of(host, origin)
+    problems: list[str] = []
+    for item in items:
+        try:
+            out += resolve(item)
+        except WorkloadError as err:
+            problems += err.problems
+    if problems:
+        raise WorkloadError(problems)
     return out
+
+
+def binary_files(workload: Workload) -> list[GuestFile]:
+    return _each(workload.binaries, lambda item: _binary(workload, item))
 
 
 # -- packages
@@ -170,18 +231,8 @@ def package_files(workload: Workload) -> list[GuestFile]:
 # -- data files and programs named in the run line
 
 
-def data_files(workloads_dir: Path, workload: Workload) -> list[GuestFile]:
-    out = []
-    for item in workload.files:
-        host = workloads_dir / item.value
-        where = _where(workload, item)
-        if Path(item.value).is_absolute() or ".." in Path(item.value).parts:
-            raise WorkloadError(f"{where}: files: {item.value} must be a path inside "
-                                f"{workloads_dir}")
-        if not host.is_file():
-            raise WorkloadError(f"{where}: files: {host} does not exist")
-        out.append(regular(f"{DATA_DIR}/{item.value}", host, f"files ({where})", 0o644))
-    return out
+def data_files(workload: Workload) -> list[GuestFile]:
+    return _each(workload.files, lambda item: _data_file(workload, item))
 
 
 def programs_named(workload: Workload, programs: dict[str, GuestFile]) -> list[GuestFile]:
@@ -190,40 +241,30 @@ def programs_named(workload: Workload, programs: dict[str, GuestFile]) -> list[G
     return [programs[w] for w in sorted(words) if w in programs]
 
 
-def workload_files(workloads_dir: Path, workload: Workload,
-                   programs: dict[str, GuestFile]) -> list[GuestFile]:
+def workload_files(workload: Workload, programs: dict[str, GuestFile]) -> list[GuestFile]:
     """Everything one workload needs in the guest besides the harness itself."""
-    return (programs_named(workload, programs) + binary_files(workloads_dir, workload)
-            + package_files(workload) + data_files(workloads_dir, workload))
+    return (programs_named(workload, programs) + binary_files(workload)
+            + package_files(workload) + data_files(workload))
 
 
 def declared_packages(workloads: list[Workload]) -> list[str]:
     return list(dict.fromkeys(p.value for w in workloads for p in w.packages))
 
 
-def check_packages(workloads: list[Workload]) -> list[str]:
-    """Packages installed, or installable (notes); anything else is an error."""
-    notes = []
+def check_packages(workloads: list[Workload]) -> tuple[list[str], list[str], set[str]]:
+    """Packages installed, or installable (notes, and the set of them); anything
+    else is a problem."""
+    notes, problems, waiting = [], [], set()
     for workload in workloads:
         for item in workload.packages:
             if package_installed(item.value):
                 continue
             if package_installable(item.value):
+                waiting.add(item.value)
                 notes.append(f"{_where(workload, item)}: package {item.value} is not installed "
                              f"yet: `make deps` (and every make target that boots) installs it")
             else:
-                raise WorkloadError(f"{_where(workload, item)}: packages: {item.value} is not "
-                                    f"installed and apt knows no such package (a typo? "
-                                    f"apt-get update?)")
-    return notes
-
-
-def check(workloads_dir: Path, workloads: list[Workload]) -> list[str]:
-    """What `make check-workloads` checks on the host: every binary and data file
-    exists (with its libraries), every package is installed or installable.
-    Errors raise, naming file and line; notes are returned."""
-    notes = check_packages(workloads)
-    for workload in workloads:
-        binary_files(workloads_dir, workload)
-        data_files(workloads_dir, workload)
-    return notes
+                problems.append(f"{_where(workload, item)}: packages: {item.value} is not "
+                                f"installed and apt knows no such package (a typo? "
+                                f"apt-get update?)")
+    return notes, problems, waiting

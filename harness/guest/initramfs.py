@@ -62,7 +62,7 @@ class GuestFiles:
 
 def compile_workloads(layout: Layout, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run(["make", "-s", "-C", str(layout.workloads / "src"), f"OUT={out}"],
+    result = subprocess.run(["make", "-s", "-C", str(layout.workload_sources), f"OUT={out}"],
                             capture_output=True, text=True)
     if result.returncode != 0:
         raise GuestError("building the workload programs failed:\n" + result.stdout + result.stderr)
@@ -200,8 +200,7 @@ def prepare(layout: Layout, chosen: list[workloads.Workload] | None = None) -> G
     per_workload = {}
     for workload in chosen:
         try:
-            per_workload[workload.name] = deps.workload_files(layout.workloads, workload,
-                                                              programs)
+            per_workload[workload.name] = deps.workload_files(workload, programs)
         except workloads.WorkloadError as err:
             raise GuestError(str(err)) from None
         add(entries, per_workload[workload.name])

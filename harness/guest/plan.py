@@ -39,7 +39,7 @@ def render(steps: list[Step], cpus: int, header: str) -> str:
         dev = devices.get(step.fs, "")
         workload = step.workload
         command = workload.command(procs=step.procs, cpus=cpus, fs=step.fs, dev=dev,
-                                   prefix=f"/tmp/{step.id}")
+                                   prefix=f"{protocol.HARNESS_DIR}/{step.id}")
         args = ["run_step", step.id, step.fs, dev or "none", str(workload.timeout_s),
                 workload.window, str(step.procs), command]
         if workload.window == "lines":

@@ -25,8 +25,17 @@ PLAN_FW_CFG = "opt/inode-duel/plan"
 RESULTS_PORT = "inode-duel.results"
 WORK_DIR = "/mnt/work"
 # A scratch directory on the filesystem under test, for programs that write
-# temporary files ($TMPDIR, {tmp}): the guest's /tmp is the harness's tmpfs.
+# temporary files ($TMPDIR, {tmp}); the guest's /tmp is a link to it, so a
+# program that writes /tmp whatever TMPDIR says, as will-it-scale does,
+# writes on the filesystem under test too.
 SCRATCH_DIR = f"{WORK_DIR}/.tmp"
+# The harness's own tmpfs in the guest: the plan, every step's output, lock_stat
+# and status files ({prefix} is HARNESS_DIR/STEP), never on the filesystem under test.
+HARNESS_DIR = "/run/inode-duel"
+# The PATH of every step: busybox and the harness's programs first; declared
+# binaries and packages keep the paths they have on the host, relative
+# binaries go to /usr/local/bin.
+GUEST_PATH = "/bin:/sbin:/usr/bin:/usr/sbin:/usr/local/bin"
 MEMORY_FILESYSTEMS = ("tmpfs",)
 DISK_FILESYSTEMS = ("ext4", "xfs")
 FILESYSTEMS = MEMORY_FILESYSTEMS + DISK_FILESYSTEMS
@@ -50,6 +59,7 @@ def disk_devices(filesystems: set[str] | list[str]) -> dict[str, str]:
 def shell_definitions() -> str:
     """/lib/inode-duel-protocol.sh: the values above for the guest's shell."""
     values = {"MARK": MARK, "PLAN_FW_CFG": PLAN_FW_CFG, "RESULTS_PORT": RESULTS_PORT,
-              "WORK_DIR": WORK_DIR, "SCRATCH_DIR": SCRATCH_DIR}
+              "WORK_DIR": WORK_DIR, "SCRATCH_DIR": SCRATCH_DIR, "GUEST_PATH": GUEST_PATH,
+              "HARNESS_DIR": HARNESS_DIR}
     return ("# Generated from harness/guest/protocol.py: the host's side of the protocol.\n"
             + "".join(f"{name}='{value}'\n" for name, value in values.items()))

@@ -1,29 +1,37 @@
-"""Workload declarations: workloads/*.wl, read and validated before anything is built.
+"""Workload declarations: *.wl files, read and validated before anything is built.
 
-A declaration is 'key = value' lines. A line whose first non-blank
-character is '#' is a comment; a '#' anywhere else is part of the value (a
-run line or a regular expression may hold one). Keys:
+Declarations live in one or more folders (the checkout's workloads/, or
+WORKLOADS_DIR / --workloads-dir: harness/layout.py). A declaration is
+'key = value' lines. A line whose first non-blank character is '#' is a
+comment; a '#' anywhere else is part of the value (a run line or a regular
+expression may hold one). Keys:
 
     name      unique name, [a-z0-9-]+ (required; must match the file name)
     summary   one line: what it does and which kernel path it aims at (required)
     run       the guest command (required): one line of shell, run by sh -e in
-              a shell and process group of its own, inside the step's markers,
-              timing and time limit; its pipes and redirections stay inside it.
+              a session of its own (busybox sh: the guest has no other shell
+              unless a workload brings one), inside the step's markers, timing
+              and time limit; its pipes and redirections stay inside it. At the
+              limit, and when the command ends, every process it started is
+              killed, whatever process group it moved to.
               The working directory and TMPDIR are {tmp} (a program that
               unmounts {dir} must 'cd /' first). Placeholders:
                 {procs}  worker processes   {cpus}  vCPUs of the boot
                 {dir}    the work directory (a fresh mount of {fs})
-                {tmp}    a scratch directory on {fs} (also $TMPDIR): the
-                         guest's /tmp is the harness's own tmpfs
+                {tmp}    a scratch directory on {fs}, also $TMPDIR and the
+                         guest's /tmp (a link to it)
                 {dev}    the block device under {dir} (ext4, xfs), else empty
                 {source} what to mount on {dir}: the device, or tmpfs
                 {fs}     tmpfs, ext4 or xfs
                 {prefix} where the command leaves extra output (lock_stat
-                         windows {prefix}.PHASE.lock_stat, fio {prefix}.fio.json)
+                         windows {prefix}.PHASE.lock_stat, fio {prefix}.fio.json),
+                         in the harness's own tmpfs
               Other braces are left alone ('{print $1}', '${HOME}').
               `phase NAME OPS COMMAND...` in a run line times COMMAND, brackets
               the lock counts around it and prints its result line (see the
               README): several timed phases from programs that time nothing.
+              check-workloads resolves the program of each command of the
+              line as the guest will: on the guest's PATH (guest/runline.py).
     output    what the step reports (required):
                 result-lines  'result phase=... ops=... elapsed_ns=...' lines
                               (our C programs, and the `phase` helper)
@@ -37,9 +45,19 @@ run line or a regular expression may hold one). Keys:
               (summed over the lines that match), rate (operations per
               second), elapsed_s, phase (plain 'match' only; else the phase is
               the workload's name or PHASE); any other group becomes a figure
-              of its own, its unit from the suffix (_ns _us _ms _s _mb_s).
-              Allowed with output result-lines or match. A match key that
-              matches no line makes the step a workload-error.
+              of its own, its unit from 'unit.GROUP' or else from the suffix
+              (_ns _us _ms _s _mb_s). Allowed with output result-lines or
+              match. A match key that matches no line makes the step a
+              workload-error. With lock-start or lock-end, a key reads the
+              lines inside the window (the start and end lines included); a
+              key that matches none there reads the lines after it (a summary
+              the program prints when its run ends); lines before the window
+              (setup, warm-up) never count. When a key gives both ops and rate
+              (and no elapsed_s), the elapsed time is ops/rate; the step notes
+              it when that differs from the timed window by more than
+              RATE_WINDOW_TOLERANCE.
+    unit.GROUP  the unit of the figure a match key's group GROUP reads
+              ('unit.max_lat = us')
     ops       output none: the operations of the timed window, a number or a
               product or sum of numbers and {procs}: '2000 * {procs}'
     lock-start  a line containing this text (stdout or stderr) opens the
@@ -47,13 +65,19 @@ run line or a regular expression may hold one). Keys:
               start); the program's stdout is then a terminal, so stdio
               writes each line as it is printed
     lock-end  a line containing this text closes them (default: the command's end)
-    binaries  host programs the guest needs: absolute paths, or paths
-              relative to workloads/; copied in at their own path (relative
-              ones to /usr/local/bin) with the shared libraries they link
+    binaries  host programs the guest needs, copied in with the shared
+              libraries they link. A script (#!) is refused unless the
+              guest has its interpreter at the path it names (busybox sh is
+              /bin/sh)
+    files     data files the guest needs, copied in as they are
+              binaries and files follow one path rule: a path is absolute, or
+              relative to the folder of the .wl file and inside it (no '..').
+              An absolute path is kept in the guest; a relative one goes to
+              /usr/local/bin/NAME (binaries: on the guest's PATH) or
+              /workloads/PATH (files)
     packages  Debian packages the guest needs: installed by make; their
               files (not documentation) and the shared libraries of their
               programs are copied in at their own paths
-    files     data files relative to workloads/, copied to /workloads/PATH
     fs        filesystems to run on, from: tmpfs ext4 xfs (required)
     procs     worker counts, numbers or 'cpus' (default: cpus); several give
               several steps in one boot, so thread counts compare inside a
@@ -65,13 +89,17 @@ run line or a regular expression may hold one). Keys:
     timeout   seconds the step may take in the guest before it is killed (default 300)
     default   yes if it belongs to the default matrix (default: no)
     unit      what one operation is, for the report (default: op)
+
+Every problem of a file is reported, each with its file and line; load_all
+reads every file of every folder before it gives up.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from harness.guest.protocol import FILESYSTEMS, SCRATCH_DIR, WORK_DIR
 
@@ -84,12 +112,20 @@ REQUIRED = ("name", "summary", "run", "output", "fs")
 MATCH_GROUPS = {"ops", "rate", "elapsed_s", "phase"}
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 PHASE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+UNIT_TEXT = re.compile(r"\S+")
 OPS_EXPR = re.compile(r"\d+(\s*[*+]\s*\d+)*")
 PROCS_CONDITIONAL = re.compile(r"(\d+)<=cpus")
+# ops/rate against the timed window: beyond this relative difference the step
+# says so (a rate measured over another interval than the window).
+RATE_WINDOW_TOLERANCE = 0.10
 
 
 class WorkloadError(Exception):
-    pass
+    """Bad declarations: every problem found, each 'FILE:LINE: message'."""
+
+    def __init__(self, problems: str | list[str]):
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -132,6 +168,17 @@ class Workload:
     binaries: tuple[Declared, ...] = ()
     packages: tuple[Declared, ...] = ()
     files: tuple[Declared, ...] = ()
+    figure_units: tuple[tuple[str, str], ...] = ()  # (group, unit) from unit.GROUP keys
+    key_lines: tuple[tuple[str, int], ...] = ()  # (key, line) of the single keys
+
+    def line_of(self, key: str) -> int:
+        """The line that declared key (0: not declared)."""
+        return dict(self.key_lines).get(key, 0)
+
+    @property
+    def folder(self) -> Path:
+        """Where relative binaries and files are found: the declaration's folder."""
+        return self.path.parent
 
     @property
     def window(self) -> str:
@@ -187,141 +234,292 @@ def evaluate_ops(expr: str) -> int:
     return total
 
 
-def _fail(path: Path, lineno: int | None, message: str):
-    where = f"{path}:{lineno}" if lineno else str(path)
-    raise WorkloadError(f"{where}: {message}")
-
-
-def _yes_no(path: Path, key: str, lineno: int, value: str) -> bool:
-    if value not in ("yes", "no"):
-        _fail(path, lineno, f"{key} must be yes or no, not {value!r}")
-    return value == "yes"
-
-
 def _unknown_placeholders(text: str, allowed) -> list[str]:
     return sorted({m.group(1) for m in PLACEHOLDER.finditer(text)} - set(allowed))
 
 
-def _match(path: Path, key: str, lineno: int, value: str) -> Match:
+# -- reading one file: every problem is collected, then raised together
+
+
+@dataclass
+class _Lines:
+    """The key = value lines of one file, and every problem found in it."""
+    path: Path
+    values: dict[str, tuple[int, str]] = field(default_factory=dict)
+    matches: list[Match] = field(default_factory=list)
+    units: dict[str, tuple[int, str]] = field(default_factory=dict)  # unit.GROUP
+    found: list[tuple[int, str]] = field(default_factory=list)  # (line, message)
+
+    def fail(self, lineno: int | None, message: str) -> None:
+        where = f"{self.path}:{lineno}" if lineno else str(self.path)
+        self.found.append((lineno or 0, f"{where}: {message}"))
+
+    @property
+    def problems(self) -> list[str]:
+        """In the order of the file's lines; the file's own (missing keys) first."""
+        return [message for _, message in sorted(self.found, key=lambda f: f[0])]
+
+    def get(self, key: str, default: str) -> tuple[int, str]:
+        return self.values.get(key, (0, default))
+
+
+def _is_match_key(key: str) -> bool:
+    return key == "match" or key.startswith("match.")
+
+
+def _read_line(lines: _Lines, lineno: int, line: str) -> None:
+    if "=" not in line:
+        lines.fail(lineno, f"expected 'key = value', got {line!r}")
+        return
+    key, value = (part.strip() for part in line.split("=", 1))
+    if key not in SINGLE_KEYS and not _is_match_key(key) and not key.startswith("unit."):
+        known = sorted(SINGLE_KEYS | {"match", "match.PHASE", "unit.GROUP"})
+        lines.fail(lineno, f"unknown key {key!r} (known: {', '.join(known)})")
+    elif not value:
+        lines.fail(lineno, f"{key} has no value")
+    elif _is_match_key(key):
+        match = _match(lines, key, lineno, value)
+        if match:
+            lines.matches.append(match)
+    elif key.startswith("unit."):
+        _figure_unit(lines, key, lineno, value)
+    elif key in lines.values:
+        lines.fail(lineno, f"{key} given twice (first on line {lines.values[key][0]})")
+    else:
+        lines.values[key] = (lineno, value)
+
+
+def _match(lines: _Lines, key: str, lineno: int, value: str) -> Match | None:
     phase = key[len("match."):] if key.startswith("match.") else None
     if phase is not None and not PHASE_NAME.fullmatch(phase):
-        _fail(path, lineno, f"{key}: {phase!r} is not a phase name (letters, digits, _ . -)")
+        lines.fail(lineno, f"{key}: {phase!r} is not a phase name (letters, digits, _ . -)")
+        return None
     try:
         pattern = re.compile(value)
     except re.error as err:
-        _fail(path, lineno, f"{key}: not a regular expression: {err}")
+        lines.fail(lineno, f"{key}: not a regular expression: {err}")
+        return None
     groups = set(pattern.groupindex)
     if not groups:
-        _fail(path, lineno, f"{key}: no named group: name what it reads, e.g. (?P<ops>\\d+) "
-                            f"or (?P<rate>[0-9.]+)")
-    if phase is not None and "phase" in groups:
-        _fail(path, lineno, f"{key}: a group 'phase' and a phase in the key: choose one")
-    return Match(phase, pattern, lineno)
+        lines.fail(lineno, f"{key}: no named group: name what it reads, e.g. (?P<ops>\\d+) "
+                           f"or (?P<rate>[0-9.]+)")
+    elif phase is not None and "phase" in groups:
+        lines.fail(lineno, f"{key}: a group 'phase' and a phase in the key: choose one")
+    else:
+        return Match(phase, pattern, lineno)
+    return None
 
 
-def parse(path: Path, text: str | None = None) -> Workload:
-    text = path.read_text() if text is None else text
-    values: dict[str, tuple[int, str]] = {}
-    matches: list[Match] = []
+def _figure_unit(lines: _Lines, key: str, lineno: int, value: str) -> None:
+    group = key[len("unit."):]
+    if key in lines.units:
+        lines.fail(lineno, f"{key} given twice (first on line {lines.units[key][0]})")
+    elif group in MATCH_GROUPS:
+        lines.fail(lineno, f"{key}: {group} is not a figure of its own (the units of "
+                           f"{', '.join(sorted(MATCH_GROUPS))} are fixed; 'unit' names what "
+                           f"one operation is)")
+    elif not UNIT_TEXT.fullmatch(value):
+        lines.fail(lineno, f"{key}: a unit is one word, not {value!r}")
+    else:
+        lines.units[key] = (lineno, value)
+
+
+def _read(path: Path, text: str) -> _Lines:
+    lines = _Lines(path)
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if "=" not in line:
-            _fail(path, lineno, f"expected 'key = value', got {line!r}")
-        key, value = (part.strip() for part in line.split("=", 1))
-        if key not in SINGLE_KEYS and key != "match" and not key.startswith("match."):
-            _fail(path, lineno, f"unknown key {key!r} (known: "
-                                f"{', '.join(sorted(SINGLE_KEYS | {'match', 'match.PHASE'}))})")
-        if not value:
-            _fail(path, lineno, f"{key} has no value")
-        if key == "match" or key.startswith("match."):
-            matches.append(_match(path, key, lineno, value))
-            continue
-        if key in values:
-            _fail(path, lineno, f"{key} given twice (first on line {values[key][0]})")
-        values[key] = (lineno, value)
+        if line and not line.startswith("#"):
+            _read_line(lines, lineno, line)
     for key in REQUIRED:
-        if key not in values:
-            _fail(path, None, f"missing required key {key!r}")
+        if key not in lines.values:
+            lines.fail(None, f"missing required key {key!r}")
+    return lines
 
-    def get(key: str, default: str) -> tuple[int, str]:
-        return values.get(key, (0, default))
 
-    lineno, name = values["name"]
-    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
-        _fail(path, lineno, f"name {name!r} must be lower case letters, digits and dashes")
-    if path.suffix == ".wl" and path.stem != name:
-        _fail(path, lineno, f"name {name!r} does not match the file name {path.name}")
-    lineno, run = values["run"]
+# -- checking the values, each on its own
+
+
+def _check_name(lines: _Lines) -> str:
+    lineno, name = lines.get("name", "")
+    if name and not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
+        lines.fail(lineno, f"name {name!r} must be lower case letters, digits and dashes")
+    elif name and lines.path.suffix == ".wl" and lines.path.stem != name:
+        lines.fail(lineno, f"name {name!r} does not match the file name {lines.path.name}")
+    return name
+
+
+def _check_run(lines: _Lines) -> str:
+    lineno, run = lines.get("run", "")
     unknown = _unknown_placeholders(run, PLACEHOLDERS)
     if unknown:
-        _fail(path, lineno, f"run: unknown placeholder {{{unknown[0]}}} "
-                            f"(known: {', '.join(PLACEHOLDERS)})")
-    lineno, output = values["output"]
-    if output not in OUTPUTS:
-        _fail(path, lineno, f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
-    if output == "match" and not matches:
-        _fail(path, lineno, "output = match needs at least one 'match' key")
-    if matches and output not in ("match", "result-lines"):
-        _fail(path, matches[0].lineno, f"{matches[0].key} needs output = match or "
-                                       f"result-lines, not {output}")
-    ops_line, ops = get("ops", "")
-    if ops:
-        if output != "none":
-            _fail(path, ops_line, f"ops names the operations of a program that reports none: "
-                                  f"it needs output = none, not {output}")
-        unknown = _unknown_placeholders(ops, ("procs",))
-        if unknown:
-            _fail(path, ops_line, f"ops: unknown placeholder {{{unknown[0]}}} (known: procs)")
-        try:
-            evaluate_ops(substitute(ops, {"procs": "1"}))
-        except ValueError as err:
-            _fail(path, ops_line, f"ops: {err}")
-    lineno, fs_value = values["fs"]
-    filesystems = tuple(fs_value.split())
-    for fs in filesystems:
+        lines.fail(lineno, f"run: unknown placeholder {{{unknown[0]}}} "
+                           f"(known: {', '.join(PLACEHOLDERS)})")
+    return run
+
+
+def _check_output(lines: _Lines) -> str:
+    lineno, output = lines.get("output", "")
+    matches = lines.matches
+    if output and output not in OUTPUTS:
+        lines.fail(lineno, f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
+    elif output == "match" and not matches:
+        lines.fail(lineno, "output = match needs at least one 'match' key")
+    elif matches and output and output not in ("match", "result-lines"):
+        lines.fail(matches[0].lineno, f"{matches[0].key} needs output = match or "
+                                      f"result-lines, not {output}")
+    groups = {g for m in matches for g in m.pattern.groupindex} - MATCH_GROUPS
+    for key, (unit_line, _) in lines.units.items():
+        if key[len("unit."):] not in groups:
+            lines.fail(unit_line, f"{key}: no match key has a group {key[len('unit.'):]!r} "
+                                  f"(figures: {', '.join(sorted(groups)) or 'none'})")
+    return output
+
+
+def _check_ops(lines: _Lines, output: str) -> str:
+    lineno, ops = lines.get("ops", "")
+    if not ops:
+        return ops
+    if output != "none":
+        lines.fail(lineno, f"ops names the operations of a program that reports none: "
+                           f"it needs output = none, not {output}")
+    unknown = _unknown_placeholders(ops, ("procs",))
+    if unknown:
+        lines.fail(lineno, f"ops: unknown placeholder {{{unknown[0]}}} (known: procs)")
+        return ops
+    try:
+        evaluate_ops(substitute(ops, {"procs": "1"}))
+    except ValueError as err:
+        lines.fail(lineno, f"ops: {err}")
+    return ops
+
+
+def _check_filesystems(lines: _Lines) -> tuple[str, ...]:
+    lineno, value = lines.get("fs", "")
+    for fs in value.split():
         if fs not in FILESYSTEMS:
-            _fail(path, lineno, f"unknown fs {fs!r} (known: {', '.join(FILESYSTEMS)})")
-    lineno, procs_value = get("procs", "cpus")
-    procs = tuple(procs_value.split())
-    for p in procs:
+            lines.fail(lineno, f"unknown fs {fs!r} (known: {', '.join(FILESYSTEMS)})")
+    return tuple(value.split())
+
+
+def _check_procs(lines: _Lines) -> tuple[str, ...]:
+    lineno, value = lines.get("procs", "cpus")
+    for p in value.split():
         conditional = PROCS_CONDITIONAL.fullmatch(p)
         count = conditional.group(1) if conditional else p
         if p != "cpus" and not (count.isdigit() and 0 < int(count) <= 64):
-            _fail(path, lineno, f"procs: {p!r} is neither 'cpus', a count from 1 to 64 nor "
-                                f"'N<=cpus'")
-    lineno, timeout = get("timeout", "300")
+            lines.fail(lineno, f"procs: {p!r} is neither 'cpus', a count from 1 to 64 nor "
+                               f"'N<=cpus'")
+    return tuple(value.split())
+
+
+def _check_timeout(lines: _Lines) -> int:
+    lineno, timeout = lines.get("timeout", "300")
     if not timeout.isdigit() or int(timeout) == 0:
-        _fail(path, lineno, f"timeout must be a positive number of seconds, not {timeout!r}")
-    windowed = _yes_no(path, "windowed", *get("windowed", "no"))
-    default = _yes_no(path, "default", *get("default", "no"))
-    lock_start, lock_end = get("lock-start", "")[1], get("lock-end", "")[1]
+        lines.fail(lineno, f"timeout must be a positive number of seconds, not {timeout!r}")
+        return 0
+    return int(timeout)
+
+
+def _check_yes_no(lines: _Lines, key: str, default: str) -> bool:
+    lineno, value = lines.get(key, default)
+    if value not in ("yes", "no"):
+        lines.fail(lineno, f"{key} must be yes or no, not {value!r}")
+    return value == "yes"
+
+
+def _check_window(lines: _Lines, windowed: bool) -> tuple[str, str]:
+    lock_start, lock_end = lines.get("lock-start", "")[1], lines.get("lock-end", "")[1]
     if windowed and (lock_start or lock_end):
         key = "lock-start" if lock_start else "lock-end"
-        _fail(path, values[key][0], f"{key} with windowed = yes: the program brackets its "
-                                    f"own lock windows, the harness cannot also do it")
-
-    def declared(key: str) -> tuple[Declared, ...]:
-        lineno, value = get(key, "")
-        return tuple(Declared(item, lineno) for item in value.split())
-
-    return Workload(name=name, summary=values["summary"][1], run=run, output=output,
-                    filesystems=filesystems, procs=procs, windowed=windowed,
-                    timeout_s=int(timeout), default=default, unit=get("unit", "op")[1],
-                    path=path, text=text, matches=tuple(matches), ops=ops,
-                    lock_start=lock_start, lock_end=lock_end, binaries=declared("binaries"),
-                    packages=declared("packages"), files=declared("files"))
+        lines.fail(lines.values[key][0], f"{key} with windowed = yes: the program brackets "
+                                         f"its own lock windows, the harness cannot also do it")
+    return lock_start, lock_end
 
 
-def load_all(directory: Path) -> dict[str, Workload]:
-    """Every declaration in directory, validated; the first bad one raises."""
+def _check_paths(lines: _Lines, key: str) -> tuple[Declared, ...]:
+    """binaries and files: absolute, or relative to the declaration's folder and inside it."""
+    lineno, value = lines.get(key, "")
+    items = tuple(Declared(item, lineno) for item in value.split())
+    for item in items:
+        if not Path(item.value).is_absolute() and ".." in Path(item.value).parts:
+            lines.fail(lineno, f"{key}: {item.value} leaves the folder of this declaration: "
+                               f"give an absolute path (kept at that path in the guest), or "
+                               f"keep the .wl file beside it (WORKLOADS_DIR)")
+    return items
+
+
+def parse(path: Path, text: str | None = None) -> Workload:
+    """One declaration; a WorkloadError lists every problem of the file."""
+    text = path.read_text() if text is None else text
+    lines = _read(path, text)
+    output = _check_output(lines)
+    windowed = _check_yes_no(lines, "windowed", "no")
+    lock_start, lock_end = _check_window(lines, windowed)
+    workload = Workload(
+        name=_check_name(lines), summary=lines.get("summary", "")[1], run=_check_run(lines),
+        output=output, filesystems=_check_filesystems(lines), procs=_check_procs(lines),
+        windowed=windowed, timeout_s=_check_timeout(lines),
+        default=_check_yes_no(lines, "default", "no"), unit=lines.get("unit", "op")[1],
+        path=path, text=text, matches=tuple(lines.matches), ops=_check_ops(lines, output),
+        lock_start=lock_start, lock_end=lock_end, binaries=_check_paths(lines, "binaries"),
+        packages=tuple(Declared(v, lines.get("packages", "")[0])
+                       for v in lines.get("packages", "")[1].split()),
+        files=_check_paths(lines, "files"),
+        figure_units=tuple((k[len("unit."):], u) for k, (_, u) in lines.units.items()),
+        key_lines=tuple((key, lineno) for key, (lineno, _) in lines.values.items()))
+    if lines.problems:
+        raise WorkloadError(lines.problems)
+    return workload
+
+
+def _folders(folders: Path | Iterable[Path]) -> list[Path]:
+    return [folders] if isinstance(folders, Path) else list(folders)
+
+
+def read_all(folders: Path | Iterable[Path]) -> tuple[dict[str, Workload], list[str]]:
+    """Every declaration of the folders that is valid, and the problems of every
+    one that is not (each 'FILE:LINE: message')."""
     workloads: dict[str, Workload] = {}
-    for path in sorted(directory.glob("*.wl")):
-        workload = parse(path)
-        workloads[workload.name] = workload
-    if not workloads:
-        raise WorkloadError(f"{directory}: no workload declarations (*.wl)")
+    problems: list[str] = []
+    folders = _folders(folders)
+    for folder in folders:
+        if not folder.is_dir():
+            problems.append(f"{folder}: no such folder of workload declarations")
+            continue
+        for path in sorted(folder.glob("*.wl")):
+            try:
+                workload = parse(path)
+            except WorkloadError as err:
+                problems += err.problems
+                continue
+            if workload.name in workloads:
+                problems.append(f"{path}: workload {workload.name!r} is declared twice: "
+                                f"also in {workloads[workload.name].path}")
+                continue
+            workloads[workload.name] = workload
+    if not workloads and not problems:
+        problems.append(f"{', '.join(map(str, folders))}: no workload declarations (*.wl)")
+    return workloads, problems
+
+
+PROBLEM_PLACE = re.compile(r"(.*?):(\d+): ")
+
+
+def in_file_order(problems: list[str]) -> list[str]:
+    """'FILE:LINE: message' problems by file, then line ('FILE: ...' first)."""
+    def place(problem: str) -> tuple[str, int]:
+        found = PROBLEM_PLACE.match(problem)
+        return (found.group(1), int(found.group(2))) if found else \
+            (problem.split(": ", 1)[0], 0)
+    return sorted(problems, key=place)
+
+
+def load_all(folders: Path | Iterable[Path]) -> dict[str, Workload]:
+    """Every declaration of the folders, validated; a WorkloadError lists every
+    problem of every file."""
+    workloads, problems = read_all(folders)
+    if problems:
+        raise WorkloadError(problems)
     return workloads
 
 
@@ -329,6 +527,10 @@ def select(workloads: dict[str, Workload], spec: str) -> list[Workload]:
     """WORKLOADS= value: 'default', 'all', or names separated by spaces or commas."""
     if spec in ("", "default"):
         chosen = [w for w in workloads.values() if w.default]
+        if not chosen:
+            folders = sorted({str(w.folder) for w in workloads.values()})
+            raise WorkloadError(f"no workload of {', '.join(folders)} says default = yes: "
+                                f"name the ones to run (WORKLOADS=...), or 'all'")
     elif spec == "all":
         chosen = list(workloads.values())
     else:

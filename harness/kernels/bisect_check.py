@@ -55,7 +55,7 @@ def check_series(layout: Layout, name: str, cpus: int = 2) -> list[PointResult]:
     patches = series.read_series(layout, name)
     if not patches:
         raise series.SeriesError(f"series-{name} has no patches")
-    smoke = workloads.load_all(layout.workloads)[SMOKE_WORKLOAD]
+    smoke = workloads.parse(layout.own_workloads / f"{SMOKE_WORKLOAD}.wl")
     results = []
     meter = progress.Steps(len(patches), f"bisect-check {name}")
     for patch in patches:

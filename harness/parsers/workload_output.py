@@ -77,40 +77,81 @@ class MatchedPhase:
     extra: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Line:
+    """A line of the program's output and where it fell: before, inside or
+    after the timed window."""
+    text: str
+    place: str
+
+
+LINE = re.compile(rb"([^\r\n]*)(\r\n|\r|\n|$)")
+
+
+def placed_lines(data: bytes, start: int = 0, end: int = -1) -> list[Line]:
+    """The lines of one stream, placed by the window's byte offsets in it
+    (end -1: the window runs to the end); split at \\n and \\r as stepwatch does."""
+    lines = []
+    for found in LINE.finditer(data):
+        if not found.group(0):
+            break
+        offset = found.start()
+        place = "before" if offset < start else \
+            "after" if 0 <= end <= offset else "inside"
+        if found.group(1) or found.group(2):
+            lines.append(Line(found.group(1).decode(errors="replace"), place))
+    return lines
+
+
 def unit_of(group: str) -> str:
     """A figure's unit from its name's suffix: max_latency_ms -> ms,
     throughput_mb_s -> MB/s."""
     return next((unit for suffix, unit in UNITS if group.endswith(suffix)), "")
 
 
-def parse_matches(text: str, patterns: list[Pattern], default_phase: str) -> list[MatchedPhase]:
+def _read(phase: MatchedPhase, groups: dict[str, str]) -> None:
+    if "ops" in groups:
+        phase.ops = (phase.ops or 0) + int(groups["ops"])
+    if "rate" in groups:
+        phase.rate = float(groups["rate"])
+    if "elapsed_s" in groups:
+        phase.elapsed_s = float(groups["elapsed_s"])
+    for key, value in groups.items():
+        if key not in SPECIAL_GROUPS:
+            phase.extra[key] = float(value)
+
+
+def _hits(pattern: Pattern, lines: list[Line]) -> list[tuple[Line, re.Match]]:
+    """The lines a pattern reads: those inside the window, else (a summary
+    printed when the run ends) those after it; never those before it."""
+    found = [(line, m) for line in lines if (m := pattern.regex.search(line.text))]
+    for place in ("inside", "after"):
+        hits = [(line, m) for line, m in found if line.place == place]
+        if hits:
+            return hits
+    if found:
+        raise OutputError(f"{pattern.where}: only lines before the timed window matched "
+                          f"{pattern.regex.pattern!r} (first: {found[0][0].text.strip()!r}): "
+                          f"what a program prints before lock-start is not counted")
+    raise OutputError(f"{pattern.where}: no line of the output matched "
+                      f"{pattern.regex.pattern!r}")
+
+
+def parse_matches(lines: str | list[Line], patterns: list[Pattern],
+                  default_phase: str) -> list[MatchedPhase]:
     """Phases from the lines the patterns match, in the order first seen. A pattern
-    that matches no line is an error: its figures were declared, not delivered."""
+    that matches no line is an error: its figures were declared, not delivered.
+    Plain text: every line is inside the window."""
+    if isinstance(lines, str):
+        lines = [Line(text, "inside") for text in lines.splitlines()]
     phases: dict[str, MatchedPhase] = {}
-    lines = text.splitlines()
     for pattern in patterns:
-        hits = 0
-        for line in lines:
-            found = pattern.regex.search(line)
-            if not found:
-                continue
-            hits += 1
+        for line, found in _hits(pattern, lines):
             groups = {k: v for k, v in found.groupdict().items() if v is not None}
             name = pattern.phase or groups.get("phase") or default_phase
-            phase = phases.setdefault(name, MatchedPhase(name))
             try:
-                if "ops" in groups:
-                    phase.ops = (phase.ops or 0) + int(groups["ops"])
-                if "rate" in groups:
-                    phase.rate = float(groups["rate"])
-                if "elapsed_s" in groups:
-                    phase.elapsed_s = float(groups["elapsed_s"])
-                for key, value in groups.items():
-                    if key not in SPECIAL_GROUPS:
-                        phase.extra[key] = float(value)
+                _read(phases.setdefault(name, MatchedPhase(name)), groups)
             except ValueError as err:
-                raise OutputError(f"{pattern.where}: line {line.strip()!r}: {err}") from None
-        if not hits:
-            raise OutputError(f"{pattern.where}: no line of the output matched "
-                              f"{pattern.regex.pattern!r}")
+                raise OutputError(f"{pattern.where}: line {line.text.strip()!r}: {err}") \
+                    from None
     return list(phases.values())

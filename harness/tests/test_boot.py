@@ -18,6 +18,7 @@ from harness.guest import initramfs, plan, workloads
 from harness.kernels import kbuild
 from harness.run import compare, matrix, tidy
 from harness.layout import REPO_ROOT, default_layout
+from harness.tests import shipped
 
 pytestmark = pytest.mark.boot
 TEST_WORKLOADS = REPO_ROOT / "harness" / "test_data" / "workloads"
@@ -29,7 +30,7 @@ HOG_S = 600  # upper bound of the CPU hog's life; it is killed when the boot end
 def built():
     layout = default_layout()
     image = kbuild.build(layout, "mainline", "debug")
-    return layout, image, initramfs.prepare(layout)
+    return layout, image, initramfs.prepare(layout, [shipped.workload("create-unlink")])
 
 
 def test_hung_guest_is_killed_classified_and_next_boot_runs(built, tmp_path):
@@ -46,7 +47,7 @@ def test_hung_guest_is_killed_classified_and_next_boot_runs(built, tmp_path):
     assert json.loads((tmp_path / "hung" / "boot.json").read_text())["status"] == "timeout"
 
     # The next boot is unaffected.
-    create = workloads.load_all(layout.workloads)["create-unlink"]
+    create = shipped.workload("create-unlink")
     steps = plan.make_steps([(create, "tmpfs", 1)])
     record = runner.run_boot(image, files, qemu.Machine("tcg", 1), steps, tmp_path / "next",
                              "after the hang", MAINLINE)
@@ -55,7 +56,7 @@ def test_hung_guest_is_killed_classified_and_next_boot_runs(built, tmp_path):
 
 def test_mainline_debug_boot_measures_throughput_and_locks(built, tmp_path):
     layout, image, files = built
-    create = workloads.load_all(layout.workloads)["create-unlink"]
+    create = shipped.workload("create-unlink")
     steps = plan.make_steps([(create, "tmpfs", 2), (create, "ext4", 2)])
     record = runner.run_boot(image, files, qemu.Machine("tcg", 2), steps, tmp_path / "boot",
                              "end-to-end test", MAINLINE)
@@ -77,7 +78,7 @@ def test_mainline_debug_boot_measures_throughput_and_locks(built, tmp_path):
 def test_busy_host_loses_no_record(built, tmp_path):
     """With every host core kept busy by a hog of our own, every record arrives whole."""
     layout, image, files = built
-    create = workloads.load_all(layout.workloads)["create-unlink"]
+    create = shipped.workload("create-unlink")
     steps = plan.make_steps([(create, fs, 2) for fs in ("tmpfs", "ext4", "xfs")])
     cores = os.cpu_count() or 1
     hogs = [subprocess.Popen([sys.executable, "-c", f"import time\nend = time.time() + {HOG_S}"
@@ -104,7 +105,7 @@ def test_busy_host_loses_no_record(built, tmp_path):
 def test_compare_writes_a_run_and_resumes_without_redoing_cells(built, tmp_path):
     layout, _, _ = built
     layout = dataclasses.replace(layout, results=tmp_path / "results")
-    create = workloads.load_all(layout.workloads)["create-unlink"]
+    create = shipped.workload("create-unlink")
     wanted = matrix.Matrix(kernels=["mainline"], cpus=[1], workloads=[create], repeat=0,
                            flavours=("debug",))
     first = compare.run(layout, wanted, tmp_path / "run1", accel="tcg")

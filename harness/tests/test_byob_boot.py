@@ -12,6 +12,7 @@ from harness.boot import channel, qemu, runner
 from harness.guest import initramfs, plan, workloads
 from harness.kernels import kbuild
 from harness.layout import REPO_ROOT, default_layout
+from harness.tests import shipped
 
 pytestmark = pytest.mark.boot
 MAINLINE = lockorder.parse(lockorder.MAINLINE_FILE)
@@ -21,9 +22,8 @@ SHELL_LINE = REPO_ROOT / "harness" / "test_data" / "workloads" / "shell-line.wl"
 @pytest.fixture(scope="module")
 def boot(tmp_path_factory):
     layout = default_layout()
-    known = workloads.load_all(layout.workloads)
-    chosen = [known["stress-dentry"], known["stress-inode-flags"], known["fsmark-0b"],
-              workloads.parse(SHELL_LINE)]
+    names = ("stress-dentry", "stress-inode-flags", "fsmark-0b")
+    chosen = [shipped.workload(name) for name in names] + [workloads.parse(SHELL_LINE)]
     image = kbuild.build(layout, "mainline", "debug")
     files = initramfs.prepare(layout, chosen)
     steps = plan.make_steps([(w, "ext4", 1) for w in chosen])

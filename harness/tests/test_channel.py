@@ -3,22 +3,29 @@
 import base64
 import gzip
 import hashlib
+import re
 import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.boot import channel
 from harness.guest import protocol
+from harness.layout import REPO_ROOT
 
 GUEST_LIB = Path(__file__).resolve().parents[1] / "guest" / "rootfs" / "inode-duel.sh"
+ESCAPE_SOURCE = REPO_ROOT / "harness" / "test_data" / "programs" / "escape.c"
 
 
 def guest_shell(tmp_path: Path, script: str, timeout: float = 30) -> subprocess.CompletedProcess:
     """Run script with the guest's shell library sourced, in busybox sh on the host."""
     definitions = tmp_path / "protocol.sh"
-    definitions.write_text(protocol.shell_definitions())
+    # The harness's files in the test's folder, not the guest's /run/inode-duel.
+    definitions.write_text(protocol.shell_definitions() + f"HARNESS_DIR='{tmp_path}'\n")
     return subprocess.run(["/bin/busybox", "sh", "-c", f". {GUEST_LIB}; {script}"],
-                          env={"PATH": "/bin:/usr/bin", "INODE_DUEL_PROTOCOL": str(definitions)},
+                          env={"PATH": "/bin:/usr/bin", "INODE_DUEL_PROTOCOL": str(definitions),
+                               "INODE_DUEL_LIB": str(GUEST_LIB)},
                           capture_output=True, text=True, timeout=timeout, check=True)
 
 
@@ -90,17 +97,54 @@ def gone(pid: int, within_s: float = 5.0) -> bool:
 def test_step_command_leaves_nothing_running(tmp_path):
     """Whatever a step's command starts in the background dies with the step."""
     pidfile = tmp_path / "orphan.pid"
-    guest_shell(tmp_path, f"run_limited s01 30 sh -c 'sleep 300 & echo $! > {pidfile}'; "
-                          f"echo rc=$?")
+    guest_shell(tmp_path, f"run_limited s01 30 {tmp_path}/s01 "
+                          f"sh -c 'sleep 300 & echo $! > {pidfile}'; echo rc=$?")
     assert gone(int(pidfile.read_text()))
 
 
 def test_step_timeout_kills_the_whole_process_group(tmp_path):
     """At its limit a step's command and every process it started are killed."""
     pidfile = tmp_path / "child.pid"
-    done = guest_shell(tmp_path, f"run_limited s01 1 sh -c 'sleep 300 & echo $! > {pidfile}; "
-                                 f"sleep 300'; echo rc=$?; ls /tmp/s01.timedout; "
-                                 f"rm -f /tmp/s01.timedout")
+    done = guest_shell(tmp_path, f"run_limited s01 1 {tmp_path}/s01 "
+                                 f"sh -c 'sleep 300 & echo $! > {pidfile}; sleep 300'; "
+                                 f"echo rc=$?; ls {tmp_path}/s01.timedout")
     assert "rc=137" in done.stdout
-    assert "/tmp/s01.timedout" in done.stdout
+    assert f"{tmp_path}/s01.timedout" in done.stdout
     assert gone(int(pidfile.read_text()))
+
+
+@pytest.fixture(scope="module")
+def escape(tmp_path_factory) -> Path:
+    """A program whose workers move to process groups of their own and ignore SIGTERM."""
+    binary = tmp_path_factory.mktemp("escape") / "escape"
+    subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-static", "-o", str(binary),
+                    str(ESCAPE_SOURCE)], check=True)
+    return binary
+
+
+def escapees(output: str) -> list[tuple[int, int, int]]:
+    """(pid, pgid, sid) of every process the escape program said it started."""
+    return [tuple(map(int, m)) for m in re.findall(r"escape pid=(\d+) pgid=(\d+) sid=(\d+)",
+                                                     output)]
+
+
+def test_step_limit_kills_workers_in_process_groups_of_their_own(tmp_path, escape):
+    """fsstress's case: setpgid(0, 0) in every process and SIGTERM ignored. At the
+    limit the whole session goes, so no worker outlives the step."""
+    out = tmp_path / "s01.out"
+    done = guest_shell(tmp_path, f"run_limited s01 2 {tmp_path}/s01 {escape}; echo rc=$?; "
+                                 f"ls {tmp_path}/s01.timedout")
+    assert "rc=137" in done.stdout and f"{tmp_path}/s01.timedout" in done.stdout
+    started = escapees(out.read_text())
+    assert len(started) == 3
+    assert len({pgid for _, pgid, _ in started}) == 3  # three groups, one session
+    assert len({sid for _, _, sid in started}) == 1
+    assert all(gone(pid) for pid, _, _ in started)
+
+
+def test_workers_left_behind_by_a_command_that_ended_are_killed(tmp_path, escape):
+    out = tmp_path / "s01.out"
+    done = guest_shell(tmp_path, f"run_limited s01 60 {tmp_path}/s01 {escape} -e; echo rc=$?")
+    assert "rc=0" in done.stdout
+    started = escapees(out.read_text())
+    assert len(started) == 3 and all(gone(pid) for pid, _, _ in started)

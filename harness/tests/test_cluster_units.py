@@ -6,7 +6,6 @@ import json
 from harness import host
 from harness.analysis import evidence, many_cpus
 from harness.boot import qemu, runner
-from harness.guest import workloads
 from harness.kernels import kbuild
 from harness.layout import REPO_ROOT, Layout
 from harness.report import document
@@ -14,8 +13,9 @@ from harness.run import execute, matrix, nodejob, tidy
 from harness.run.estimate import StepTimes
 from harness.tests.conftest import row
 from harness.tests.conftest import make_run
+from harness.tests import shipped
 
-CREATE = workloads.load_all(REPO_ROOT / "workloads")["create-unlink"]
+CREATE = shipped.workload("create-unlink")
 
 
 def test_job_spec_round_trips_and_parses_the_declaration_it_carries(tmp_path):

@@ -2,10 +2,9 @@
 
 from harness import host
 from harness.boot import runner
-from harness.guest import workloads
 from harness.kernels import kbuild
-from harness.layout import REPO_ROOT
 from harness.run import execute, matrix
+from harness.tests import shipped
 
 
 def test_kernels_are_interleaved_within_each_repetition():
@@ -51,7 +50,7 @@ def test_time_left_follows_the_boots_pace():
 
 
 def test_cell_key_changes_with_everything_that_shapes_a_measurement(tmp_path):
-    create = workloads.load_all(REPO_ROOT / "workloads")["create-unlink"]
+    create = shipped.workload("create-unlink")
     image = kbuild.KernelImage("base", "perf", "k1", tmp_path)
     config = matrix.BootConfig("base", "perf", "tcg", 2, 1)
     here = host.Machine("Some CPU", 2, "tcg")
@@ -73,8 +72,7 @@ def test_cell_key_changes_with_everything_that_shapes_a_measurement(tmp_path):
 
 
 def test_plan_has_every_cell_of_every_boot(tmp_path):
-    known = workloads.load_all(REPO_ROOT / "workloads")
-    chosen = [known["create-unlink"], known["fstree"]]
+    chosen = [shipped.workload("create-unlink"), shipped.workload("fstree")]
     m = matrix.Matrix(kernels=["mainline"], cpus=[1, 2], workloads=chosen, repeat=1,
                       icount_repeat=0, cs_repeat=0, flavours=("perf",))
     image = kbuild.KernelImage("mainline", "perf", "k1", tmp_path)
@@ -87,7 +85,7 @@ def test_plan_has_every_cell_of_every_boot(tmp_path):
 
 
 def test_a_cell_measured_on_another_machine_takes_that_machines_key_and_mode(tmp_path):
-    create = workloads.load_all(REPO_ROOT / "workloads")["create-unlink"]
+    create = shipped.workload("create-unlink")
     m = matrix.Matrix(kernels=["mainline"], cpus=[8], workloads=[create], repeat=1,
                       icount_repeat=0, flavours=("perf",))
     image = kbuild.KernelImage("mainline", "perf", "k1", tmp_path)
@@ -105,7 +103,7 @@ def test_a_cell_measured_on_another_machine_takes_that_machines_key_and_mode(tmp
 
 def test_sanitize_cells_under_tcg_are_keyed_on_their_hang_detector_thresholds(tmp_path,
                                                                              monkeypatch):
-    create = workloads.load_all(REPO_ROOT / "workloads")["create-unlink"]
+    create = shipped.workload("create-unlink")
     here = host.Machine("Some CPU", 2, "tcg")
 
     def key(flavour, mode="tcg"):

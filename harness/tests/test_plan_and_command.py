@@ -6,13 +6,12 @@ from pathlib import Path
 
 from harness.boot import qemu
 from harness.guest import plan, protocol, workloads
-from harness.layout import REPO_ROOT
+from harness.tests import shipped
 
-KNOWN = workloads.load_all(REPO_ROOT / "workloads")
 
 
 def test_plan_runs_each_step_on_its_device_and_finishes():
-    create = KNOWN["create-unlink"]
+    create = shipped.workload("create-unlink")
     steps = plan.make_steps([(create, "tmpfs", 2), (create, "xfs", 2), (create, "ext4", 1)])
     script = plan.render(steps, 2, "boot x\nkernel y")
     lines = script.splitlines()
@@ -23,7 +22,7 @@ def test_plan_runs_each_step_on_its_device_and_finishes():
     assert runs == [["run_step", "s01", "tmpfs", "none", limit, "program", "2"],
                     ["run_step", "s02", "xfs", "/dev/vdb", limit, "program", "2"],
                     ["run_step", "s03", "ext4", "/dev/vda", limit, "program", "1"]]
-    assert f"-L /tmp/s02 {protocol.WORK_DIR}" in script
+    assert f"-L {protocol.HARNESS_DIR}/s02 {protocol.WORK_DIR}" in script
     assert lines[-1] == "finish"
 
 

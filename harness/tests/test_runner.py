@@ -11,11 +11,12 @@ from harness.guest import plan, workloads
 from harness.kernels.kbuild import KernelImage
 from harness.layout import REPO_ROOT, Layout
 from harness.run import cells, matrix
+from harness.tests import shipped
 
 CAPTURED = REPO_ROOT / "harness" / "test_data" / "boot" / "mainline-debug-1cpu"
 TEST_WORKLOADS = REPO_ROOT / "harness" / "test_data" / "workloads"
 MAINLINE = lockorder.parse(lockorder.MAINLINE_FILE)
-CREATE = workloads.load_all(REPO_ROOT / "workloads")["create-unlink"]
+CREATE = shipped.workload("create-unlink")
 STEPS = plan.make_steps([(CREATE, "tmpfs", 1), (CREATE, "ext4", 1),
                          (workloads.parse(TEST_WORKLOADS / "overrun.wl"), "tmpfs", 1),
                          (workloads.parse(TEST_WORKLOADS / "fails.wl"), "tmpfs", 1)])

@@ -14,12 +14,12 @@ import subprocess
 import pytest
 
 from harness import host
-from harness.guest import workloads
 from harness.kernels import kbuild
 from harness.guest import initramfs
 from harness.layout import default_layout
 from harness.run import compare, matrix, slurm, tidy
 from harness.tests.minicluster import PARTITION, ClusterError, MiniCluster
+from harness.tests import shipped
 
 pytestmark = pytest.mark.boot
 
@@ -43,11 +43,11 @@ def cluster(tmp_path_factory):
 def built():
     layout = default_layout()
     image = kbuild.build(layout, "mainline", "debug")
-    return layout, image, initramfs.prepare(layout)
+    return layout, image, initramfs.prepare(layout, [shipped.workload("create-unlink")])
 
 
 def small_matrix(layout) -> matrix.Matrix:
-    create = workloads.load_all(layout.workloads)["create-unlink"]
+    create = shipped.workload("create-unlink")
     return matrix.Matrix(kernels=["mainline"], cpus=[1], workloads=[create], repeat=0,
                          flavours=("debug",))
 

@@ -161,3 +161,21 @@ def test_a_process_left_holding_the_terminal_delays_nothing_measured(stepwatch, 
     assert time.monotonic() - started < 20
     w = window(tmp_path)
     assert w.opened and w.closed and w.window_s < 1.0
+
+
+def test_window_says_where_it_lies_in_each_stream(stepwatch, tmp_path):
+    """Byte offsets of the window in stdout and stderr: the start and end lines
+    inside, what each stream printed before and after outside."""
+    command = ("echo warm; echo warm-err >&2; sleep 0.2; echo go; echo in; echo in-err >&2; "
+               "sleep 0.2; echo stop; echo summary; echo late-err >&2")
+    done = run(stepwatch, tmp_path, command, start="go", end="stop")
+    w = window(tmp_path)
+    out, err = done.stdout.encode(), done.stderr.encode()
+    assert out[w.out[0]:w.out[1]] == b"go\nin\nstop\n"
+    assert err[w.err[0]:w.err[1]] == b"in-err\n"
+    assert out[w.out[1]:] == b"summary\n" and err[w.err[1]:] == b"late-err\n"
+
+
+def test_without_lines_to_watch_the_whole_output_is_the_window(stepwatch, tmp_path):
+    run(stepwatch, tmp_path, "echo a; echo b >&2")
+    assert (window(tmp_path).out, window(tmp_path).err) == ((0, -1), (0, -1))

@@ -9,8 +9,9 @@ import pytest
 from harness import lockorder
 from harness.analysis import cs_validation
 from harness.boot import runner, tcg_cs
-from harness.guest import initramfs, plan, workloads
+from harness.guest import initramfs, plan
 from harness.layout import default_layout
+from harness.tests import shipped
 
 # Another kernel image than the one make test builds: make test-extra runs it.
 pytestmark = [pytest.mark.boot, pytest.mark.extra_image]
@@ -20,7 +21,7 @@ def test_mainline_tcg_cs_boot_measures_critical_sections(tmp_path):
     layout = default_layout()
     image = tcg_cs.build_image(layout, "mainline")
     files = initramfs.prepare(layout)
-    create = workloads.load_all(layout.workloads)["create-unlink"]
+    create = shipped.workload("create-unlink")
     steps = plan.make_steps([(create, "tmpfs", 1)])
     order = lockorder.for_kernel(layout, "mainline")
     machine = tcg_cs.machine(layout, image, tmp_path, order)

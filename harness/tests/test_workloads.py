@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from harness.guest import workloads
-from harness.layout import REPO_ROOT
+from harness.tests import shipped
 
 GOOD = """\
 name = demo
@@ -56,7 +56,7 @@ def test_duplicate_and_missing_keys(tmp_path):
 
 
 def test_every_shipped_workload_is_valid():
-    known = workloads.load_all(REPO_ROOT / "workloads")
+    known = shipped.tracked()
     assert any(w.default for w in known.values())
     assert workloads.select(known, "all") == list(known.values())
     with pytest.raises(workloads.WorkloadError, match="unknown workload 'nope'"):

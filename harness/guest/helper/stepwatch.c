@@ -10,7 +10,11 @@
  *       opens at the first line containing the start text (default: when
  *       the command starts) and closes at the first later line containing
  *       the end text (default: when it ends); lock_stat is reset when it
- *       opens and saved to PREFIX.all.lock_stat when it closes.
+ *       opens and saved to PREFIX.all.lock_stat when it closes. PREFIX.window
+ *       also says where in each stream the window lies (out_from= out_to=
+ *       err_from= err_to=: byte offsets of the command's stdout and stderr;
+ *       the start and end lines inside it; to=-1: up to the end), so that
+ *       the host reads a program's own figures from its window.
  *
  *   phase [-s TEXT] [-e TEXT] NAME OPS COMMAND [ARG...]
  *       for a run line: runs COMMAND, brackets lock_stat around it (or
@@ -57,7 +61,10 @@ struct stream {
 	int out;      /* where it is copied: our stdout or stderr */
 	char line[LINE_MAX_BYTES];
 	size_t len;
+	long long done; /* bytes of the whole lines read: where the next line starts */
 };
+
+enum { OUT, ERR, STREAMS };
 
 struct window {
 	const char *start, *end; /* texts of the lines, NULL: command start/end */
@@ -65,6 +72,7 @@ struct window {
 	int bracket;             /* reset and save lock_stat at the edges */
 	int opened, closed;
 	long long opened_ns, closed_ns;
+	long long from[STREAMS], to[STREAMS]; /* the window in each stream; to -1: the end */
 };
 
 static int child_done_pipe[2] = {-1, -1};
@@ -165,26 +173,52 @@ static void window_close(struct window *w)
 		locks_save(w);
 }
 
-static void check_line(struct window *w, const char *line)
+/* A line of streams[which], from offset start to end: does it open or close
+ * the window? The start and end lines themselves are inside it; in the other
+ * stream, the line it is still reading is not yet. */
+static void check_line(struct window *w, struct stream *streams, int which, long long start,
+		       long long end)
 {
+	struct stream *s = &streams[which], *other = &streams[1 - which];
+
 	if (!w->opened) {
-		if (w->start && strstr(line, w->start))
+		if (w->start && strstr(s->line, w->start)) {
 			window_open(w);
-	} else if (!w->closed && w->end && strstr(line, w->end)) {
+			w->from[which] = start;
+			w->from[1 - which] = other->done;
+		}
+	} else if (!w->closed && w->end && strstr(s->line, w->end)) {
 		window_close(w);
+		w->to[which] = end;
+		w->to[1 - which] = other->done;
 	}
 }
 
-static void feed(struct window *w, struct stream *s, const char *buf, size_t len)
+/* The line of s is whole (ends: with its \n or \r): check it, start the next. */
+static void line_done(struct window *w, struct stream *streams, int which, int ends)
 {
+	struct stream *s = &streams[which];
+	long long start = s->done;
+
+	s->line[s->len] = '\0';
+	s->done += (long long)s->len + ends;
+	s->len = 0;
+	if (s->line[0])
+		check_line(w, streams, which, start, s->done);
+}
+
+static void feed(struct window *w, struct stream *streams, int which, const char *buf,
+		 size_t len)
+{
+	struct stream *s = &streams[which];
+
 	write_all(s->out, buf, len);
 	for (size_t i = 0; i < len; i++) {
-		if (buf[i] == '\n' || buf[i] == '\r' || s->len == sizeof(s->line) - 1) {
-			s->line[s->len] = '\0';
-			if (s->len)
-				check_line(w, s->line);
-			s->len = 0;
-			if (buf[i] == '\n' || buf[i] == '\r')
+		int ends = buf[i] == '\n' || buf[i] == '\r';
+
+		if (ends || s->len == sizeof(s->line) - 1) {
+			line_done(w, streams, which, ends);
+			if (ends)
 				continue;
 		}
 		s->line[s->len++] = buf[i];
@@ -227,10 +261,10 @@ static int run(char **argv, const char *dir, struct window *w)
 {
 	int watch = w->start || w->end;
 	int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, slave = -1, master = -1;
-	struct stream streams[2];
+	struct stream streams[STREAMS];
 	struct sigaction sa;
 	pid_t pid;
-	int status = 0, reaped = 0;
+	int status = 0, reaped = 0, said = 0;
 	long long drain_until = 0;
 
 	if (pipe2(child_done_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -243,8 +277,8 @@ static int run(char **argv, const char *dir, struct window *w)
 		master = open_pty(&slave);
 		if (master < 0) {
 			/* No devpts: a pipe still works for programs that flush. */
-			fprintf(stderr, "stepwatch: no pseudo-terminal (%s): stdout is a pipe\n",
-				strerror(errno));
+			said = fprintf(stderr, "stepwatch: no pseudo-terminal (%s): stdout is a pipe\n",
+				       strerror(errno));
 			if (pipe2(out_pipe, O_CLOEXEC) < 0)
 				die("pipe");
 			master = out_pipe[0];
@@ -279,8 +313,10 @@ static int run(char **argv, const char *dir, struct window *w)
 	if (watch) {
 		close(slave);
 		close(err_pipe[1]);
-		streams[0] = (struct stream){.fd = master, .out = STDOUT_FILENO};
-		streams[1] = (struct stream){.fd = err_pipe[0], .out = STDERR_FILENO};
+		streams[OUT] = (struct stream){.fd = master, .out = STDOUT_FILENO};
+		/* what we said ourselves comes first in the step's stderr */
+		streams[ERR] = (struct stream){.fd = err_pipe[0], .out = STDERR_FILENO,
+					       .done = said > 0 ? said : 0};
 	}
 	for (;;) {
 		struct pollfd fds[3];
@@ -326,7 +362,7 @@ static int run(char **argv, const char *dir, struct window *w)
 				continue;
 			n = read(s->fd, buf, sizeof(buf));
 			if (n > 0) {
-				feed(w, s, buf, (size_t)n);
+				feed(w, streams, i, buf, (size_t)n);
 			} else if (n == 0 || errno != EINTR) {
 				/* EOF, or EIO from a master whose terminal closed */
 				close(s->fd);
@@ -335,11 +371,9 @@ static int run(char **argv, const char *dir, struct window *w)
 			}
 		}
 	}
-	for (int i = 0; watch && i < 2; i++) {
-		if (streams[i].len) {
-			streams[i].line[streams[i].len] = '\0';
-			check_line(w, streams[i].line);
-		}
+	for (int i = 0; watch && i < STREAMS; i++) {
+		if (streams[i].len)
+			line_done(w, streams, i, 0);
 	}
 	if (w->opened && !w->closed && !w->end)
 		window_close(w);
@@ -357,7 +391,7 @@ static void usage(void)
 
 static int step_main(int argc, char **argv)
 {
-	struct window w = {.name = "all"};
+	struct window w = {.name = "all", .to = {-1, -1}};
 	const char *dir = NULL;
 	char *shell[] = {"/bin/sh", "-e", "-c", NULL, NULL};
 	long long started, ended;
@@ -389,10 +423,11 @@ static int step_main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s.window", w.prefix);
 	f = fopen(path, "w");
 	if (f) {
-		fprintf(f, "command_ns=%lld window_ns=%lld opened=%d closed=%d\n",
+		fprintf(f, "command_ns=%lld window_ns=%lld opened=%d closed=%d "
+			"out_from=%lld out_to=%lld err_from=%lld err_to=%lld\n",
 			ended - started,
 			w.opened && w.closed ? w.closed_ns - w.opened_ns : 0LL,
-			w.opened, w.closed);
+			w.opened, w.closed, w.from[OUT], w.to[OUT], w.from[ERR], w.to[ERR]);
 		fclose(f);
 	}
 	return rc;
@@ -400,7 +435,7 @@ static int step_main(int argc, char **argv)
 
 static int phase_main(int argc, char **argv)
 {
-	struct window w = {.bracket = 1};
+	struct window w = {.bracket = 1, .to = {-1, -1}};
 	const char *procs = getenv("INODE_DUEL_PROCS");
 	char *end;
 	long long ops;

@@ -14,6 +14,8 @@
 # close.)
 
 . "${INODE_DUEL_PROTOCOL:-/lib/inode-duel-protocol.sh}"
+# This file, for the shells that need its functions (the step's watchdog).
+INODE_DUEL_LIB=${INODE_DUEL_LIB:-/lib/inode-duel.sh}
 
 results_port() { # the /dev node of the port named $RESULTS_PORT
 	for port in /sys/class/virtio-ports/*; do
@@ -40,8 +42,8 @@ emit() { # emit NAME FILE
 }
 
 emit_text() { # emit_text NAME TEXT
-	printf '%s\n' "$2" > /tmp/.emit_text
-	emit "$1" /tmp/.emit_text
+	printf '%s\n' "$2" > "$HARNESS_DIR/.emit_text"
+	emit "$1" "$HARNESS_DIR/.emit_text"
 }
 
 # tcg-cs boots (QEMU with the critical-section plugin) say so on the kernel
@@ -77,22 +79,61 @@ fs_clean_umount() { # dot entries too: the scratch directory, a program's .files
 	umount "$WORK_DIR"
 }
 
-# run_limited ID SECONDS CMD...: CMD in a process group of its own. At the
-# limit the whole group is killed (and ID.timedout left behind); when CMD
-# ends, whatever it left running is killed too, so no worker of one step
-# lives on into the next.
+# session_kill SID: SIGKILL to every process of session SID, again until none
+# is left (a process may fork while the first round runs). A step's command
+# is a session of its own (setsid), and a program that moves its workers to
+# process groups of their own (setpgid, as fsstress does) keeps them in that
+# session: killing the process group alone left them running.
+session_kill() {
+	local sid=$1 rounds=0 left stat line
+	while [ "$rounds" -lt 100 ]; do
+		left=
+		for stat in /proc/[0-9]*/stat; do
+			read -r line 2>/dev/null < "$stat" || continue  # gone meanwhile
+			# after "pid (comm) ": state ppid pgrp session ...
+			set -- ${line##*) }
+			[ "$4" = "$sid" ] && [ "$1" != Z ] || continue
+			stat=${stat#/proc/}
+			kill -KILL "${stat%/stat}" 2>/dev/null && left=1
+		done
+		[ -z "$left" ] && return 0
+		rounds=$((rounds + 1))
+		sleep 0.1
+	done
+	echo "$MARK processes of session $sid outlived 100 rounds of SIGKILL"
+}
+
+# step_sweep SID: after a step, nothing it started is left. In the guest's
+# /init (PID 1, the only process that must outlive a step) that is every
+# other process, so a program that started a session of its own (setsid) is
+# caught as well; elsewhere (the host's tests of this library) the session.
+step_sweep() {
+	if [ "$$" = 1 ]; then
+		kill -KILL -1 2>/dev/null
+	fi
+	session_kill "$1"
+}
+
+# run_limited ID SECONDS OUT CMD...: CMD in a session of its own, its stdout
+# and stderr in OUT.out and OUT.err. At the limit every process of that
+# session is killed (and ID.timedout left behind), whatever process groups
+# it made; when CMD ends, whatever it left running is killed too
+# (step_sweep), so no worker of one step lives on into the next. What the
+# killing says goes to the console, never into the step's output.
 run_limited() {
-	id=$1 limit=$2
-	shift 2
-	setsid "$@" 9>&- &
+	id=$1 limit=$2 out=$3
+	shift 3
+	setsid "$@" > "$out.out" 2> "$out.err" < /dev/null 9>&- &
 	pid=$!
-	setsid sh -c "sleep $limit; touch /tmp/$id.timedout; kill -KILL -$pid" 9>&- &
+	setsid sh -c '. "$0"; sleep "$1"; touch "$HARNESS_DIR/$2.timedout"; session_kill "$3"' \
+		"$INODE_DUEL_LIB" "$limit" "$id" "$pid" 9>&- &
 	watchdog=$!
 	wait "$pid"
 	rc=$?
-	# The watchdog may not have called setsid yet: kill it by pid and by group.
-	kill -KILL "$watchdog" -"$watchdog" 2>/dev/null
-	kill -KILL -"$pid" 2>/dev/null
+	# The watchdog may not have called setsid yet: kill it by pid and by session.
+	kill -KILL "$watchdog" 2>/dev/null
+	session_kill "$watchdog"
+	step_sweep "$pid"
 	return $rc
 }
 
@@ -101,10 +142,11 @@ run_limited() {
 # under stepwatch (a process group of its own, killed at the limit), in
 # $SCRATCH_DIR on the filesystem under test, which is also its TMPDIR. Its
 # pipes and redirections stay inside it. Who brackets lock_stat (WINDOW):
-#   program  the command, around its own timed phases (/tmp/ID.PHASE.lock_stat)
-#   harness  reset before and saved after the command (/tmp/ID.all.lock_stat)
+#   program  the command, around its own timed phases ($HARNESS_DIR/ID.PHASE.lock_stat)
+#   harness  reset before and saved after the command ($HARNESS_DIR/ID.all.lock_stat)
 #   lines    stepwatch, between the LOCK_START and LOCK_END lines of its output
-# stepwatch leaves /tmp/ID.window: the command's and the window's durations.
+# stepwatch leaves $HARNESS_DIR/ID.window: the command's and the window's
+# durations, and where the window lies in its output.
 run_step() {
 	id=$1 fs=$2 dev=$3 limit=$4 window=$5 procs=$6 cmd=$7 lock_start=${8:-} lock_end=${9:-}
 	echo "$MARK step $id begin: $cmd"
@@ -117,22 +159,20 @@ run_step() {
 	echo 3 > /proc/sys/vm/drop_caches
 	[ "$window" = harness ] && lockstat_reset
 	start=$(cut -d' ' -f1 /proc/uptime)
-	run_limited "$id" "$limit" env TMPDIR="$SCRATCH_DIR" INODE_DUEL_PREFIX="/tmp/$id" \
-		INODE_DUEL_PROCS="$procs" INODE_DUEL_LOCK_START="$lock_start" \
-		INODE_DUEL_LOCK_END="$lock_end" stepwatch -p "/tmp/$id" -C "$SCRATCH_DIR" -- "$cmd" \
-		> "/tmp/$id.out" 2> "/tmp/$id.err" < /dev/null
+	run_limited "$id" "$limit" "$HARNESS_DIR/$id" env TMPDIR="$SCRATCH_DIR" \
+		INODE_DUEL_PREFIX="$HARNESS_DIR/$id" INODE_DUEL_PROCS="$procs" \
+		INODE_DUEL_LOCK_START="$lock_start" INODE_DUEL_LOCK_END="$lock_end" \
+		stepwatch -p "$HARNESS_DIR/$id" -C "$SCRATCH_DIR" -- "$cmd"
 	rc=$?
 	end=$(cut -d' ' -f1 /proc/uptime)
 	timedout=0
-	[ -f "/tmp/$id.timedout" ] && timedout=1
-	[ "$window" = harness ] && lockstat_save "/tmp/$id.all"
-	emit "$id.out" "/tmp/$id.out"
-	emit "$id.err" "/tmp/$id.err"
-	emit "$id.window" "/tmp/$id.window"
-	for f in /tmp/$id.*.lock_stat /tmp/$id.*.retries /tmp/$id.*.json; do
-		[ -f "$f" ] && emit "${f#/tmp/}" "$f"
+	[ -f "$HARNESS_DIR/$id.timedout" ] && timedout=1
+	[ "$window" = harness ] && lockstat_save "$HARNESS_DIR/$id.all"
+	for f in "$HARNESS_DIR/$id.out" "$HARNESS_DIR/$id.err" "$HARNESS_DIR/$id.window" \
+		"$HARNESS_DIR/$id".*.lock_stat "$HARNESS_DIR/$id".*.retries "$HARNESS_DIR/$id".*.json; do
+		[ -f "$f" ] && emit "${f#"$HARNESS_DIR"/}" "$f"
 	done
-	rm -f /tmp/$id.*
+	rm -f "$HARNESS_DIR/$id".*
 	fs_clean_umount
 	# Is lockdep still looking? After a report, or with its tables full, it
 	# is not: the host marks this step and the later ones unchecked.
@@ -143,7 +183,7 @@ run_step() {
 
 finish() {
 	for f in lockdep lockdep_stats; do
-		[ -r /proc/$f ] && cat /proc/$f > /tmp/$f && emit "$f" /tmp/$f
+		[ -r /proc/$f ] && cat /proc/$f > "$HARNESS_DIR/$f" && emit "$f" "$HARNESS_DIR/$f"
 	done
 	emit_text "done" "ok"
 }

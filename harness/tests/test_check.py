@@ -1,0 +1,223 @@
+"""check-workloads: what the guest will meet, every problem with its file and line.
+
+Declarations are written here the way a user writes theirs, in a folder of
+their own; the programs are the host's busybox (static) and scripts made
+here.
+"""
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from harness.guest import check, initramfs, runline, workloads
+from harness.layout import REPO_ROOT, Layout
+
+BASE = """\
+name     = {name}
+summary  = a workload of the test
+run      = {run}
+output   = none
+fs       = ext4
+procs    = 1
+"""
+
+
+def declare(folder: Path, name: str, run: str, extra: str = "") -> Path:
+    path = folder / f"{name}.wl"
+    path.write_text(BASE.format(name=name, run=run) + extra)
+    return path
+
+
+@pytest.fixture(scope="module")
+def guest(tmp_path_factory):
+    """The harness's part of the guest and our programs, as check-workloads builds them."""
+    out = tmp_path_factory.mktemp("guest")
+    layout = Layout(repo=REPO_ROOT, build=out, ccache=out, results=out)
+    programs = initramfs.program_files(initramfs.compile_workloads(layout, out / "bin"))
+    return initramfs.harness_files(initramfs.compile_helper(out / "helper")), programs
+
+
+def problems(guest, *paths: Path) -> list[str]:
+    base, programs = guest
+    try:
+        check.check([workloads.parse(p) for p in paths], base, programs)
+    except workloads.WorkloadError as err:
+        return err.problems
+    return []
+
+
+@pytest.fixture
+def elsewhere():
+    """A folder outside /tmp (the guest's /tmp is not the image's: an absolute
+    path there cannot be kept)."""
+    folder = Path(tempfile.mkdtemp(prefix="inode-duel-test-", dir="/var/tmp"))
+    yield folder
+    shutil.rmtree(folder)
+
+
+@pytest.fixture
+def tool(elsewhere) -> Path:
+    """A static program built elsewhere, outside any workloads folder."""
+    (elsewhere / "bin").mkdir()
+    shutil.copy("/bin/busybox", elsewhere / "bin" / "mytool")
+    return elsewhere / "bin" / "mytool"
+
+
+def test_an_absolute_binary_is_not_on_the_guests_path(tmp_path, guest, tool):
+    off_path = declare(tmp_path, "off", "mytool --help", f"binaries = {tool}\n")
+    assert problems(guest, off_path) == [
+        f"{off_path}:3: run: mytool is not on the guest's PATH "
+        f"(/bin:/sbin:/usr/bin:/usr/sbin:/usr/local/bin); it is at {tool} in the guest: write "
+        f"that path, or declare the binary relative to the .wl file's folder (it then goes to "
+        f"/usr/local/bin)"]
+    by_path = declare(tmp_path, "bypath", f"{tool} --help", f"binaries = {tool}\n")
+    assert problems(guest, by_path) == []
+
+
+def test_a_relative_binary_is_on_the_path(tmp_path, guest, tool):
+    (tmp_path / "bin").mkdir()
+    shutil.copy(tool, tmp_path / "bin" / "mytool")
+    assert problems(guest, declare(tmp_path, "rel", "mytool --help",
+                                   "binaries = bin/mytool\n")) == []
+
+
+def test_a_program_nothing_declares_is_named(tmp_path, guest):
+    path = declare(tmp_path, "nothing", "cd {tmp} && fsstress -p {procs} | grep -v x")
+    assert problems(guest, path) == [
+        f"{path}:3: run: fsstress is not on the guest's PATH "
+        f"(/bin:/sbin:/usr/bin:/usr/sbin:/usr/local/bin): the guest is busybox and what the "
+        f"workloads declare; declare it in binaries or packages"]
+
+
+def test_busybox_ours_and_the_shell_resolve(tmp_path, guest):
+    line = ("for i in 1 2; do createunlink -p {procs} -n 1 {dir}; done; X=1 env Y=2 awk "
+            "'{print $1}' < /proc/mounts > {tmp}/m; phase -s a go 10 sh -c 'exit 0'; "
+            "[ -s {tmp}/m ] && echo $(( {procs} * 2 ))")
+    assert problems(guest, declare(tmp_path, "fine", line)) == []
+
+
+def test_scripts_without_their_interpreter_are_refused(tmp_path, guest):
+    (tmp_path / "bash.sh").write_text("#!/bin/bash\necho hi\n")
+    (tmp_path / "sh.sh").write_text("#!/bin/sh\necho hi\n")
+    (tmp_path / "env.sh").write_text("#!/usr/bin/env python3\nprint(1)\n")
+    for script in ("bash.sh", "sh.sh", "env.sh"):
+        (tmp_path / script).chmod(0o755)
+    bash = declare(tmp_path, "bash", "bash.sh", "binaries = bash.sh\n")
+    assert problems(guest, bash) == [
+        f"{bash}:7: binaries: /usr/local/bin/bash.sh is a script for /bin/bash, which the "
+        f"guest does not have (its shell is busybox sh, /bin/sh); bring the interpreter "
+        f"(packages or binaries) or use a static binary"]
+    assert problems(guest, declare(tmp_path, "sh", "sh.sh", "binaries = sh.sh\n")) == []
+    env = declare(tmp_path, "env", "env.sh", "binaries = env.sh\n")
+    assert problems(guest, env) == [
+        f"{env}:7: binaries: /usr/local/bin/env.sh is a script for /usr/bin/env, which the "
+        f"guest does not have (its shell is busybox sh, /bin/sh); the guest has it at "
+        f"/bin/env: write #!/bin/env"]
+
+
+def test_a_data_file_is_not_a_program(tmp_path, guest):
+    (tmp_path / "gate.sh").write_text("echo hi\n")
+    path = declare(tmp_path, "data", "/workloads/gate.sh", "files = gate.sh\n")
+    assert problems(guest, path) == [
+        f"{path}:3: run: /workloads/gate.sh is not executable in the guest (files are data, "
+        f"copied 0644): run it as 'sh /workloads/gate.sh', or declare it in binaries"]
+    assert problems(guest, declare(tmp_path, "data2", "sh /workloads/gate.sh",
+                                   "files = gate.sh\n")) == []
+
+
+def test_binaries_and_files_follow_one_path_rule(tmp_path, guest, tool):
+    """Absolute, or relative to the declaration's folder and inside it: the same
+    for both keys. An absolute one is kept at its path in the guest."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for key in ("binaries", "files"):
+        path = declare(folder, key, "true", f"{key} = ../build/bin/mytool\n")
+        with pytest.raises(workloads.WorkloadError, match=(
+                f"{key}.wl:7: {key}: ../build/bin/mytool leaves the folder of this "
+                f"declaration: give an absolute path")):
+            workloads.parse(path)
+    data = tool.parent / "data.txt"
+    data.write_text("x\n")
+    path = declare(folder, "absolute", f"cat {data}", f"files = {data}\nbinaries = {tool}\n")
+    assert problems(guest, path) == []
+    files = {f.path for f in check.deps.workload_files(workloads.parse(path), {})}
+    assert files == {str(data), str(tool)}
+
+
+def test_an_absolute_path_under_tmp_cannot_be_kept(tmp_path, guest):
+    """The guest's /tmp is the scratch directory of the filesystem under test: a
+    program built in /tmp and declared by its absolute path would vanish there."""
+    tool = tmp_path / "mytool"
+    shutil.copy("/bin/busybox", tool)
+    path = declare(tmp_path, "intmp", f"{tool}", f"binaries = {tool}\n")
+    assert problems(guest, path) == [
+        f"{path}:7: binaries: {tool} would be {tool} in the guest, but the guest's /tmp is "
+        f"not the image's (/tmp is the scratch directory of the filesystem under test): copy "
+        f"it beside the .wl file and declare it relative, or keep it in another folder"]
+
+
+def test_every_problem_of_every_file_is_reported(tmp_path, guest):
+    """One broken declaration never hides another's problems."""
+    (tmp_path / "a.wl").write_text("name = a\nsummary = s\nrun = true\noutput = csv\n"
+                                   "fs = tmpfs zfs\n")
+    (tmp_path / "b.wl").write_text("name = b\nsummary = s\nrun = true\nfs = tmpfs\n"
+                                   "colour = blue\n")
+    declare(tmp_path, "c", "true")
+    known, found = workloads.read_all(tmp_path)
+    assert list(known) == ["c"]
+    assert workloads.in_file_order(found) == [
+        f"{tmp_path}/a.wl:4: output must be one of result-lines, fio-json, match, none, not "
+        f"'csv'",
+        f"{tmp_path}/a.wl:5: unknown fs 'zfs' (known: tmpfs, ext4, xfs)",
+        f"{tmp_path}/b.wl: missing required key 'output'",
+        f"{tmp_path}/b.wl:5: unknown key 'colour' (known: binaries, default, files, fs, "
+        f"lock-end, lock-start, match, match.PHASE, name, ops, output, packages, procs, run, "
+        f"summary, timeout, unit, unit.GROUP, windowed)"]
+    with pytest.raises(workloads.WorkloadError) as raised:
+        workloads.load_all(tmp_path)
+    assert raised.value.problems == found
+
+
+def test_every_missing_binary_and_file_of_one_workload_is_named(tmp_path, guest):
+    path = declare(tmp_path, "many", "true", "binaries = bin/a bin/b\nfiles = x.txt\n")
+    assert problems(guest, path) == [
+        f"{path}:7: binaries: bin/a does not exist (relative to {tmp_path})",
+        f"{path}:7: binaries: bin/b does not exist (relative to {tmp_path})",
+        f"{path}:8: files: x.txt does not exist (relative to {tmp_path})"]
+
+
+def test_a_folder_without_default_workloads_asks_for_names(tmp_path):
+    declare(tmp_path, "mine", "true")
+    known = workloads.load_all(tmp_path)
+    with pytest.raises(workloads.WorkloadError, match=f"no workload of {tmp_path} says "
+                                                      f"default = yes: name the ones to run"):
+        workloads.select(known, "default")
+    assert workloads.select(known, "all") == [known["mine"]]
+
+
+def test_the_same_name_in_two_folders_is_refused(tmp_path):
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+        declare(tmp_path / folder, "same", "true")
+    with pytest.raises(workloads.WorkloadError, match=f"{tmp_path}/two/same.wl: workload "
+                                                      f"'same' is declared twice: also in "
+                                                      f"{tmp_path}/one/same.wl"):
+        workloads.load_all([tmp_path / "one", tmp_path / "two"])
+    with pytest.raises(workloads.WorkloadError, match="nowhere: no such folder"):
+        workloads.load_all([tmp_path / "nowhere"])
+
+
+@pytest.mark.parametrize("line, programs", [
+    ("stress-ng --dentry 2 --metrics-brief 2>&1 | tail -3", ["stress-ng", "tail"]),
+    ("cd / && sbwalk -d /dev/vda /mnt/work", ["sbwalk"]),
+    ("if ! ./mine; then exec /opt/x/bin/y -v > out; fi", ["./mine", "/opt/x/bin/y"]),
+    ("sh -c 'fsstress; will-it-scale'", ["sh"]),
+    ("echo $(date +%s) `uname -r` $((2 * 3))", ["date", "uname"]),
+    ("$PROG -x; env A=1 -i prog2 arg", ["prog2"]),
+    ("phase -s start -e end create 100 fs_mark -d x", ["fs_mark"]),
+    ("for f in a b; do wc -l $f; done", ["wc"]),
+])
+def test_the_programs_a_run_line_shows(line, programs):
+    assert runline.programs(line) == programs
