@@ -113,7 +113,7 @@ test: $(DEPS_STAMP)
 	$(HARNESS) build $(TEST_KERNEL)
 	$(PYTHON) -m pytest -ra -m "not extra_image" harness/tests
 
-# The tests that build and boot further images (the tcg-cs measurement kernel).
+# The tests that build and boot further images (mainline perf, for the tcg-cs mode).
 test-extra: $(DEPS_STAMP)
 	$(PYTHON) -m pytest -ra -m extra_image harness/tests
 

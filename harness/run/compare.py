@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness import lockorder, progress
-from harness.boot import qemu, runner, tcg_cs
+from harness.boot import qemu, runner
 from harness.guest import initramfs, protocol
 from harness.kernels import kbuild
 from harness.layout import Layout
@@ -47,11 +47,6 @@ def build_images(layout: Layout, matrix: Matrix,
         progress.say(f"kernel {i}/{len(needed)}: {kernel}/{flavour}")
         images[kernel, flavour] = kbuild.build(layout, kernel, flavour,
                                                build_missing=build_missing)
-    if matrix.cs_repeat and "perf" in matrix.flavours:
-        for i, kernel in enumerate(matrix.kernels, 1):
-            progress.say(f"measurement kernel {i}/{len(matrix.kernels)}: "
-                         f"{kernel}/{tcg_cs.IMAGE}")
-            images[kernel, tcg_cs.IMAGE] = tcg_cs.build_image(layout, kernel)
     return images
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness import host, lockorder
 from harness.boot import pinning, runner
-from harness.kernels.kbuild import KernelImage
+from harness.kernels.kbuild import KernelImage, own_patches
 from harness.layout import Layout
 from harness.run import tidy
 from harness.run.execute import Placement
@@ -81,10 +81,14 @@ def write_manifest(layout: Layout, run_dir: Path, matrix: Matrix,
     kernels = {}
     for (kernel, flavour), image in images.items():
         meta = image.meta
+        own = own_patches(meta)
         kernels.setdefault(kernel, {"kernel_version": meta["kernel_version"],
                                     "package_version": meta["package_version"],
-                                    "patches": meta["patches"], "images": {}})
-        kernels[kernel]["images"][flavour] = {"key": image.key, "commit": meta["commit"]}
+                                    "patches": own, "images": {}})
+        kernels[kernel]["images"][flavour] = {
+            "key": image.key, "commit": meta["commit"],
+            # applied after the kernel's own (the perf flavour's tcg-cs markers)
+            "flavour_patches": [p for p in meta["patches"] if p not in own]}
     machine, node = placement.machine, placement.node
     manifest = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

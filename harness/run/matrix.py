@@ -153,8 +153,8 @@ def cell_key(image: KernelImage, guest_digest: str, config: BootConfig, workload
 
 
 def image_of(config: BootConfig) -> tuple[str, str]:
-    """The images key of a boot: tcg-cs boots the perf kernel plus its marker patch."""
-    return config.kernel, tcg_cs.IMAGE if config.mode == tcg_cs.MODE else config.flavour
+    """The images key of a boot: tcg-cs boots run the perf image, which carries the markers."""
+    return config.kernel, tcg_cs.FLAVOUR if config.mode == tcg_cs.MODE else config.flavour
 
 
 def plan_boots(matrix: Matrix, images: dict[tuple[str, str], KernelImage],
