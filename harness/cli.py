@@ -169,7 +169,8 @@ def cmd_compare(args) -> int:
     # Only the knobs given on the command line; the rest are Matrix's defaults.
     knobs = dict(matrix.FULL) if args.full else {}
     knobs.update({name: getattr(args, name) for name in ("repeat", "debug_repeat",
-                                                         "icount_repeat", "cs_repeat")
+                                                         "icount_repeat", "cs_repeat",
+                                                         "order_seed")
                   if getattr(args, name) is not None})
     spec = " ".join(args.workloads) if args.workloads else \
         knobs.pop("workloads", matrix.DEFAULT_WORKLOADS)
@@ -386,6 +387,9 @@ def _add_compare(sub) -> None:
     p.add_argument("--icount-repeat", type=int, help="1-vCPU -icount perf boots per kernel")
     p.add_argument("--cs-repeat", type=int,
                    help="1-vCPU tcg-cs boots per kernel: critical-section lengths")
+    p.add_argument("--order-seed", type=int,
+                   help="seed of the kernels' order in each round of timed boots "
+                        "(default: a new one, kept in the manifest)")
     p.add_argument("--flavours", nargs="*", default=[])
     p.add_argument("--full", action="store_true",
                    help="every workload, more boots: " + ", ".join(
