@@ -114,7 +114,8 @@ def cmd_boot(args) -> int:
         f"{time.strftime('%Y%m%d-%H%M%S')}-{slug(args.kernel)}-{args.flavour}-"
         f"{tcg_cs.MODE if args.cs else 'manual'}")
     machine = (tcg_cs.machine(layout, image, out, order) if args.cs
-               else qemu.Machine(args.accel, args.cpus, icount=args.icount))
+               else qemu.Machine(args.accel, args.cpus, icount=args.icount,
+                                 poll_idle=args.icount))
     progress.say(f"booting {args.kernel}/{args.flavour} on {args.cpus} vCPUs "
                  f"({args.accel}{', icount' if args.icount else ''}): {len(steps)} steps, "
                  f"folder {out}")

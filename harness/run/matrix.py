@@ -71,7 +71,9 @@ class BootConfig:
         return "kvm" if self.mode.startswith("kvm") else "tcg"
 
     def machine(self, accel: str) -> qemu.Machine:
-        return qemu.Machine(accel, self.cpus, icount=self.mode == "tcg-icount")
+        """The QEMU machine of the boot (a tcg-cs boot's adds the plugin: tcg_cs.machine)."""
+        return qemu.Machine(accel, self.cpus, icount=self.mode in ("tcg-icount", tcg_cs.MODE),
+                            poll_idle=self.mode == "tcg-icount")
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,9 @@ def cell_key(image: KernelImage, guest_digest: str, config: BootConfig, workload
     detectors = runner.detector_cmdline(config.flavour, config.accel)
     if detectors:  # other thresholds, other reports
         h.update(detectors.encode())
+    words = config.machine(machine.accel).kernel_words
+    if words:  # -icount boots keep the SMP code (qemu.ICOUNT_CMDLINE)
+        h.update(words.encode())
     if config.mode == tcg_cs.MODE:  # the plugin measures: a changed one measures anew
         h.update(tcg_cs.plugin_digest().encode())
     return h.hexdigest()[:20]
