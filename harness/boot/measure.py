@@ -130,6 +130,7 @@ def _phases(step: Step, received: channel.Received, window: Window | None,
             **{f"clat_p{k.split('.')[0]}_ns": float(v)
                for k, v in job.clat_ns_percentiles.items()
                if k.split(".")[0] in ("50", "90", "99")},
+            "clat_max_ns": job.clat_ns_max,
             "fio_runtime_ms": float(job.runtime_ms)}) for job in run.jobs]
     elif workload.output == "result-lines":
         phases += [PhaseOps(p.name, p.ops, p.elapsed_ns / 1e9, p.extra)

@@ -50,6 +50,7 @@ class FioJob:
     # "50.000000" -> ns, as fio prints the keys; empty when there were no samples.
     clat_ns_percentiles: dict[str, int] = field(default_factory=dict)
     jobs: int = 1  # the jobs a group_reporting entry stands for
+    clat_ns_max: float = 0.0  # the longest operation
 
     @property
     def busy_s(self) -> float | None:
@@ -126,6 +127,7 @@ def _job(job: dict, global_options: dict) -> FioJob:
         clat_ns_mean=float(clat.get("mean", 0.0)),
         clat_ns_percentiles={k: int(v) for k, v in (clat.get("percentile") or {}).items()},
         jobs=_jobs(job, global_options),
+        clat_ns_max=float(clat.get("max", 0.0)),
     )
 
 

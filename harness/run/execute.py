@@ -22,7 +22,7 @@ from harness.guest import initramfs, plan, protocol
 from harness.kernels.kbuild import LOCKDEP_FLAVOURS, KernelImage
 from harness.layout import Layout
 from harness.run import tidy
-from harness.run.cells import CellStore, StoredCell, rows_for
+from harness.run.cells import CellStore, StoredCell, rows_for, stall_ns
 from harness.run.estimate import StepTimes
 from harness.run.matrix import BootConfig, Cell
 
@@ -121,6 +121,20 @@ def disturbed(outcome: runner.StepOutcome) -> bool:
     if outcome.wall_s is None or outcome.others_cpu_s is None or outcome.wall_s <= 0:
         return False
     return outcome.others_cpu_s / outcome.wall_s > DISTURBED_CORES
+
+
+def why_rerun(config: BootConfig, outcome: runner.StepOutcome) -> str:
+    """Why a step's figures must not stand, "" when they may: a timed step on a busy
+    host, an -icount step with a stall of its own."""
+    # Only plain-mode perf steps are timings: -icount and tcg-cs count
+    # instructions, and an oversubscribed boot is never timed.
+    if config.flavour == "perf" and config.mode in ("tcg", "kvm") and disturbed(outcome):
+        return (f"host busy ({outcome.others_cpu_s:.1f} CPU s of others in "
+                f"{outcome.wall_s:.1f}s)")
+    stalled = stall_ns(config, outcome)
+    if stalled:
+        return f"stalled: one operation took {stalled / 1e6:.0f} ms of emulated time"
+    return ""
 
 
 @dataclass
@@ -240,15 +254,12 @@ def measure(layout: Layout, pending: list[tuple[BootConfig, KernelImage, list[Ce
             retry: list[Cell] = []
             for cell, outcome in zip(job.cells, record.steps):
                 done = reruns.get(cell.key, 0)
-                # Only plain-mode perf steps are timings: -icount and tcg-cs count
-                # instructions, and an oversubscribed boot is never timed.
-                timed = job.config.flavour == "perf" and job.config.mode in ("tcg", "kvm")
                 if outcome.status == "not-run":
                     retry.append(cell)
                     continue
-                if timed and disturbed(outcome) and done < max_reruns:
-                    progress.say(f"  {cell.label}: host busy ({outcome.others_cpu_s:.1f} CPU s "
-                                 f"of others in {outcome.wall_s:.1f}s), will rerun")
+                why = why_rerun(job.config, outcome)
+                if why and done < max_reruns:
+                    progress.say(f"  {cell.label}: {why}, will rerun")
                     reruns[cell.key] = done + 1
                     result.reruns += 1
                     retry.append(cell)

@@ -99,7 +99,7 @@ def test_as_json():
     assert json.loads(json.dumps(data)) == data
     first = data["jobs"][0]
     assert list(first) == ["name", "error", "direction", "ops", "runtime_ms", "ops_per_s",
-                           "clat_ns_mean", "clat_ns_percentiles", "jobs"]
+                           "clat_ns_mean", "clat_ns_percentiles", "jobs", "clat_ns_max"]
     assert (first["name"], first["direction"], first["ops"]) == ("statw", "write", 200)
 
 
@@ -122,6 +122,7 @@ def test_the_time_inside_the_operations_is_timed_in_nanoseconds_not_fios_millise
     assert (tmpfs.ops, tmpfs.runtime_ms, tmpfs.jobs) == (1000, 972, 1)
     assert tmpfs.ops_per_s == pytest.approx(1028.806584)
     assert tmpfs.busy_s == pytest.approx(1000 * 63399.264e-9)  # 63 ms of the 972
+    assert tmpfs.clat_ns_max == 162660
     [ext4] = fio.parse(read("icount-guest-filecreate-ext4.json")).jobs
     assert ext4.runtime_ms == 1272 and ext4.busy_s == pytest.approx(1000 * 363243.072e-9)
 

@@ -58,6 +58,29 @@ def test_host_load_guard():
     assert not execute.disturbed(outcome(None, None))
 
 
+def test_an_icount_step_with_a_stall_of_its_own_is_rerun_and_never_judged():
+    from harness.boot import measure
+    from harness.run import cells
+
+    def step(longest_ns, wall=10.0, others=0.0):
+        figures = (measure.Figure("walk", "", "throughput", 15000.0, "file/s"),
+                   measure.Figure("walk", "", "max_ns", longest_ns, "ns"))
+        numbers = measure.StepNumbers(0, False, figures, None, "")
+        return runner.StepOutcome("s01", "fstree/xfs/p1", "ok", numbers, (), wall, others)
+    icount = matrix.BootConfig("chinner", "perf", "tcg-icount", 1, 2)
+    timed = matrix.BootConfig("chinner", "perf", "tcg", 1, 2)
+    # the 2026-12-04 reference: one walk on XFS took 206 ms of emulated time
+    assert execute.why_rerun(icount, step(206_647_268)) == \
+        "stalled: one operation took 207 ms of emulated time"
+    assert execute.why_rerun(icount, step(5_200_000)) == ""  # the slowest seen without idling
+    assert execute.why_rerun(timed, step(206_647_268)) == ""  # wall-clock boots: no such rule
+    assert execute.why_rerun(timed, step(1e6, 10.0, 5.0)).startswith("host busy")
+    fstree = shipped.workload("fstree")
+    cell = matrix.Cell(icount, fstree, "xfs", 1, "k", "m")
+    assert {r.status for r in cells.rows_for(cell, step(206_647_268), 2)} == {"stalled"}
+    assert {r.status for r in cells.rows_for(cell, step(5_200_000), 0)} == {"ok"}
+
+
 def test_time_left_follows_the_boots_pace():
     running = execute._Running(0, {"s01": "a", "s02": "b", "s03": "c"},
                                {"s01": 10.0, "s02": 10.0, "s03": 20.0}, others_s=40.0)
