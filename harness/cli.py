@@ -36,7 +36,7 @@ from harness.guest import check, deps, initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
 from harness.report import charts, document, reference, slides, svg_pages
-from harness.run import compare, matrix, nodejob, slurm, soak
+from harness.run import compare, finish, matrix, nodejob, slurm, soak
 from harness.layout import default_layout, folder_list, slug
 
 def _read(path: str) -> str:
@@ -202,7 +202,9 @@ def cmd_compare(args) -> int:
                           if run_dir.resolve().is_relative_to(layout.results.resolve())
                           else run_dir.resolve())
     progress.say(f"compare done: {len(result.rows)} rows in {run_dir / 'tidy.tsv'}")
+    report_started = time.monotonic()
     md, page = document.write(layout, run_dir, args.baseline)
+    finish.add_stage(run_dir, "report", time.monotonic() - report_started)
     progress.say(f"report: {md} and {page}")
     return 0
 

@@ -258,18 +258,27 @@ def boot(spec: BootSpec, out_dir: Path, watchers: tuple[Watcher, ...] = ()) -> B
                        wall_s=time.monotonic() - started, others_cpu_s=others)
 
 
+def known_accel(probe_dir: Path) -> str | None:
+    """The probe's answer on this host boot, if it was probed since the host booted."""
+    cache = probe_dir.with_name(probe_dir.name + ".json")
+    if not cache.exists():
+        return None
+    known = json.loads(cache.read_text())
+    boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return known["accel"] if known.get("boot_id") == boot_id else None
+
+
 def probe_accel(probe_dir: Path, spec_for: callable) -> str:
     """kvm if a real short boot under KVM reaches the end of its plan, else tcg.
 
     /dev/kvm exists on these machines but QEMU hangs with it, so only a boot
     tells. The answer is kept per host boot (boot_id) beside the probe's folder.
     """
+    known = known_accel(probe_dir)
+    if known:
+        return known
     boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     cache = probe_dir.with_name(probe_dir.name + ".json")
-    if cache.exists():
-        known = json.loads(cache.read_text())
-        if known.get("boot_id") == boot_id:
-            return known["accel"]
     accel = "tcg"
     reason = "/dev/kvm is not usable"
     if os.access("/dev/kvm", os.R_OK | os.W_OK):

@@ -144,6 +144,20 @@ class Measured:
     boots: list[runner.BootRecord] = field(default_factory=list)
     reruns: int = 0
     unmeasured: list[str] = field(default_factory=list)  # cells every attempt failed
+    # (flavour, mode) -> [boots, wall seconds], reruns included
+    boot_time: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+
+    def count_boot(self, config: BootConfig, wall_s: float) -> None:
+        spent = self.boot_time.setdefault((config.flavour, config.mode), [0, 0.0])
+        spent[0] += 1
+        spent[1] += wall_s
+
+    @property
+    def stages(self) -> list[dict]:
+        """The boots stage of the run's timing (run/stages.py), per flavour and mode."""
+        return [{"stage": "boots", "flavour": flavour, "mode": mode, "boots": int(n),
+                 "seconds": round(seconds, 1)}
+                for (flavour, mode), (n, seconds) in sorted(self.boot_time.items())]
 
 
 @dataclass
@@ -245,6 +259,7 @@ def measure(layout: Layout, pending: list[tuple[BootConfig, KernelImage, list[Ce
             attempts_left -= 1
             watch.boot_finished(job)
             result.boots.append(record)
+            result.count_boot(job.config, record.wall_s)
             progress.say(f"  {job.config.label}: {record.status} in {record.wall_s:.0f}s"
                          + (f" ({len(record.reports)} kernel reports)" if record.reports else "")
                          + (f"; {len(record.damaged)} damaged records" if record.damaged

@@ -68,7 +68,7 @@ def test_the_perf_flavour_carries_the_tcg_cs_markers_and_debug_does_not():
 
 def test_the_same_patches_under_another_name_reuse_the_image(tmp_path, monkeypatch):
     info = source.SourceInfo("6.1.192-3", "6.1.192", "pristine/6.1.192-3")
-    monkeypatch.setattr(source, "ensure_pristine", lambda layout: info)
+    monkeypatch.setattr(source, "ensure_package", lambda: info.package_version)
     layout = Layout(repo=REPO_ROOT, build=tmp_path / "build", ccache=tmp_path / "ccache",
                     results=tmp_path / "results")
     key = kbuild.image_key(info, series.resolve(layout, "base"), "debug",
@@ -131,7 +131,7 @@ def test_no_build_finds_an_image_elsewhere_or_names_the_missing_one(tmp_path, la
                                                 f"in {store}: expected {store}/mainline-perf-"):
         kbuild.build(elsewhere, "mainline", "perf", build_missing=False)
     assert not layout.src.joinpath("Makefile").exists()  # no tree was extracted either
-    key = kbuild.image_key(kbuild.source_for_key(layout, False),
+    key = kbuild.image_key(kbuild.source_for_key(False),
                            kbuild.flavoured(series.resolve(layout, "mainline"), "perf"), "perf",
                            kbuild.fragments(layout, "perf"))
     built = store / f"mainline-perf-{key}"
