@@ -11,6 +11,7 @@
 # CPUS (default: 1 and 2, never more than the host's cores unless you ask),
 # REPEAT (perf boots per kernel and vCPU count), DEBUG_REPEAT, ICOUNT_REPEAT,
 # CS_REPEAT (tcg-cs boots per kernel: critical-section lengths; 0 skips them),
+# ORDER_SEED (the kernels' order in each round of timed boots; the manifest keeps it),
 # WORKLOADS, FLAVOURS, BASELINE, FULL=1 (all workloads, REPEAT=5,
 # ICOUNT_REPEAT=3), V=1 (echo the guest console), IMAGES=DIR (kernel images
 # from another build folder or a shared cache), NO_BUILD=1 (never build a
@@ -28,6 +29,7 @@ REPEAT ?=
 DEBUG_REPEAT ?=
 ICOUNT_REPEAT ?=
 CS_REPEAT ?=
+ORDER_SEED ?=
 WORKLOADS ?=
 FLAVOURS ?=
 RUN_DIR ?=
@@ -63,7 +65,8 @@ DEPS_STAMP = build/.deps-$(shell echo $(ALL_PACKAGES) | md5sum | cut -c1-8)
 COMPARE_KNOBS = $(strip $(if $(KERNELS),--kernels $(KERNELS)) $(if $(CPUS),--cpus $(CPUS)) \
 	$(if $(REPEAT),--repeat $(REPEAT)) $(if $(DEBUG_REPEAT),--debug-repeat $(DEBUG_REPEAT)) \
 	$(if $(ICOUNT_REPEAT),--icount-repeat $(ICOUNT_REPEAT)) $(if $(FULL),--full) \
-	$(if $(CS_REPEAT),--cs-repeat $(CS_REPEAT)) $(if $(WORKLOADS),--workloads $(WORKLOADS)) \
+	$(if $(CS_REPEAT),--cs-repeat $(CS_REPEAT)) $(if $(ORDER_SEED),--order-seed $(ORDER_SEED)) \
+	$(if $(WORKLOADS),--workloads $(WORKLOADS)) \
 	$(if $(FLAVOURS),--flavours $(FLAVOURS)) $(if $(BASELINE),--baseline $(BASELINE)) \
 	$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v) $(if $(IMAGES),--images $(IMAGES)) \
 	$(if $(NO_BUILD),--no-build) $(WORKLOADS_DIR_ARG) $(if $(EXECUTOR),--executor $(EXECUTOR)) \
@@ -113,7 +116,7 @@ test: $(DEPS_STAMP)
 	$(HARNESS) build $(TEST_KERNEL)
 	$(PYTHON) -m pytest -ra -m "not extra_image" harness/tests
 
-# The tests that build and boot further images (the tcg-cs measurement kernel).
+# The tests that build and boot further images (mainline perf, for the tcg-cs mode).
 test-extra: $(DEPS_STAMP)
 	$(PYTHON) -m pytest -ra -m extra_image harness/tests
 

@@ -36,7 +36,7 @@ from harness.guest import check, deps, initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
 from harness.report import charts, document, reference, slides, svg_pages
-from harness.run import compare, matrix, nodejob, slurm, soak
+from harness.run import compare, finish, matrix, nodejob, slurm, soak
 from harness.layout import default_layout, folder_list, slug
 
 def _read(path: str) -> str:
@@ -114,7 +114,8 @@ def cmd_boot(args) -> int:
         f"{time.strftime('%Y%m%d-%H%M%S')}-{slug(args.kernel)}-{args.flavour}-"
         f"{tcg_cs.MODE if args.cs else 'manual'}")
     machine = (tcg_cs.machine(layout, image, out, order) if args.cs
-               else qemu.Machine(args.accel, args.cpus, icount=args.icount))
+               else qemu.Machine(args.accel, args.cpus, icount=args.icount,
+                                 poll_idle=args.icount))
     progress.say(f"booting {args.kernel}/{args.flavour} on {args.cpus} vCPUs "
                  f"({args.accel}{', icount' if args.icount else ''}): {len(steps)} steps, "
                  f"folder {out}")
@@ -169,7 +170,8 @@ def cmd_compare(args) -> int:
     # Only the knobs given on the command line; the rest are Matrix's defaults.
     knobs = dict(matrix.FULL) if args.full else {}
     knobs.update({name: getattr(args, name) for name in ("repeat", "debug_repeat",
-                                                         "icount_repeat", "cs_repeat")
+                                                         "icount_repeat", "cs_repeat",
+                                                         "order_seed")
                   if getattr(args, name) is not None})
     spec = " ".join(args.workloads) if args.workloads else \
         knobs.pop("workloads", matrix.DEFAULT_WORKLOADS)
@@ -200,7 +202,9 @@ def cmd_compare(args) -> int:
                           if run_dir.resolve().is_relative_to(layout.results.resolve())
                           else run_dir.resolve())
     progress.say(f"compare done: {len(result.rows)} rows in {run_dir / 'tidy.tsv'}")
+    report_started = time.monotonic()
     md, page = document.write(layout, run_dir, args.baseline)
+    finish.add_stage(run_dir, "report", time.monotonic() - report_started)
     progress.say(f"report: {md} and {page}")
     return 0
 
@@ -386,6 +390,9 @@ def _add_compare(sub) -> None:
     p.add_argument("--icount-repeat", type=int, help="1-vCPU -icount perf boots per kernel")
     p.add_argument("--cs-repeat", type=int,
                    help="1-vCPU tcg-cs boots per kernel: critical-section lengths")
+    p.add_argument("--order-seed", type=int,
+                   help="seed of the kernels' order in each round of timed boots "
+                        "(default: a new one, kept in the manifest)")
     p.add_argument("--flavours", nargs="*", default=[])
     p.add_argument("--full", action="store_true",
                    help="every workload, more boots: " + ", ".join(

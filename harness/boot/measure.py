@@ -124,9 +124,14 @@ def _phases(step: Step, received: channel.Received, window: Window | None,
         if text is None:
             raise MissingOutput("output = fio-json, but fio left no JSON report")
         run = fio.parse(text)
-        phases += [PhaseOps(job.name, job.ops, job.runtime_ms / 1000.0, {
-            f"clat_p{k.split('.')[0]}_ns": float(v) for k, v in job.clat_ns_percentiles.items()
-            if k.split(".")[0] in ("50", "90", "99")}) for job in run.jobs]
+        # Timed by the engine's own clock around each operation (ns): fio's
+        # runtime is whole milliseconds, mostly of fio's own work (parsers/fio.py).
+        phases += [PhaseOps(job.name, job.ops, job.busy_s or job.runtime_ms / 1000.0, {
+            **{f"clat_p{k.split('.')[0]}_ns": float(v)
+               for k, v in job.clat_ns_percentiles.items()
+               if k.split(".")[0] in ("50", "90", "99")},
+            "clat_max_ns": job.clat_ns_max,
+            "fio_runtime_ms": float(job.runtime_ms)}) for job in run.jobs]
     elif workload.output == "result-lines":
         phases += [PhaseOps(p.name, p.ops, p.elapsed_ns / 1e9, p.extra)
                    for p in workload_output.parse(out)]

@@ -28,6 +28,22 @@ from harness.guest import protocol
 
 QEMU = "qemu-system-x86_64"
 ICOUNT = "shift=2,sleep=off,align=off"
+# A kernel that sees one CPU patches its LOCK prefixes out ("SMP
+# alternatives: switching to UP code"); -icount boots are 1 vCPU, so they
+# keep the SMP code the multi-vCPU boots run. -icount counts a LOCK-prefixed
+# instruction as one either way: the rates are the same with and without
+# (NOTES.md, "Issue 26 (method)"), and neither prices an atomic.
+ICOUNT_CMDLINE = "noreplace-smp"
+# With sleep=off, QEMU moves the virtual clock to the next timer's deadline
+# whenever the vCPU idles, so an operation waiting for the disk took a
+# timer period or none, by how fast the host completed the I/O: -icount
+# rates of XFS varied by 7-64% (CoV of 3 boots) on a busy host, one XFS
+# walk took 206 ms in the 2026-12-04 reference. A guest that polls when
+# idle never idles: the wait is the instructions it polls while the I/O
+# completes, and the same cases varied by 0.23% at most (2026-12-06, load
+# 7-16 on 2 cores; sleep=on: up to 9.8%). Rate boots only: a tcg-cs boot
+# counts instructions, which polling would add to.
+POLL_IDLE_CMDLINE = "idle=poll"
 
 
 class QemuError(Exception):
@@ -54,10 +70,18 @@ class Machine:
     icount: bool = False
     plugin: str = ""  # -plugin argument (TCG plugin and its options), see boot/tcg_cs.py
     cmdline: str = ""  # kernel command line words this kind of machine adds
+    poll_idle: bool = False  # -icount rate boots: the guest polls when idle (POLL_IDLE_CMDLINE)
 
     @property
     def memory_mb(self) -> int:
         return memory_for(self.cpus)
+
+    @property
+    def kernel_words(self) -> str:
+        """Kernel command line words this machine adds (part of a cell's key)."""
+        return " ".join(filter(None, [ICOUNT_CMDLINE if self.icount else "",
+                                      POLL_IDLE_CMDLINE if self.poll_idle else "",
+                                      self.cmdline]))
 
     def __post_init__(self) -> None:
         if self.plugin and self.accel != "tcg":
@@ -67,6 +91,9 @@ class Machine:
                             "before /init on this machine)")
         if self.icount and self.accel != "tcg":
             raise QemuError("-icount needs TCG")
+        if self.poll_idle and not self.icount:
+            raise QemuError("a guest that polls when idle is for -icount rate boots only: "
+                            "under wall-clock timing it would take a host core")
 
 
 @dataclass(frozen=True)
@@ -133,7 +160,7 @@ def command(spec: BootSpec, results: Path, qmp: Path | None = None) -> list[str]
     """qmp: a control socket, through which the vCPU threads are found (pinning.py)."""
     m = spec.machine
     cmdline = " ".join(filter(None, [
-        "console=ttyS0", "panic=-1", "rdinit=/init", "nokaslr", m.cmdline, spec.cmdline]))
+        "console=ttyS0", "panic=-1", "rdinit=/init", "nokaslr", m.kernel_words, spec.cmdline]))
     cmd = [QEMU, "-nodefaults", "-no-reboot", "-display", "none", "-nic", "none",
            "-machine", "pc", "-m", str(m.memory_mb), "-smp", str(m.cpus),
            "-kernel", str(spec.bzimage), "-initrd", str(spec.initramfs),
@@ -231,18 +258,27 @@ def boot(spec: BootSpec, out_dir: Path, watchers: tuple[Watcher, ...] = ()) -> B
                        wall_s=time.monotonic() - started, others_cpu_s=others)
 
 
+def known_accel(probe_dir: Path) -> str | None:
+    """The probe's answer on this host boot, if it was probed since the host booted."""
+    cache = probe_dir.with_name(probe_dir.name + ".json")
+    if not cache.exists():
+        return None
+    known = json.loads(cache.read_text())
+    boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return known["accel"] if known.get("boot_id") == boot_id else None
+
+
 def probe_accel(probe_dir: Path, spec_for: callable) -> str:
     """kvm if a real short boot under KVM reaches the end of its plan, else tcg.
 
     /dev/kvm exists on these machines but QEMU hangs with it, so only a boot
     tells. The answer is kept per host boot (boot_id) beside the probe's folder.
     """
+    known = known_accel(probe_dir)
+    if known:
+        return known
     boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     cache = probe_dir.with_name(probe_dir.name + ".json")
-    if cache.exists():
-        known = json.loads(cache.read_text())
-        if known.get("boot_id") == boot_id:
-            return known["accel"]
     accel = "tcg"
     reason = "/dev/kvm is not usable"
     if os.access("/dev/kvm", os.R_OK | os.W_OK):

@@ -5,10 +5,11 @@ bookkeeping runs inside every critical section it times. This mode measures
 the perf flavour instead: QEMU (TCG, 1 vCPU, -icount) runs the kernel with
 the plugin of tcg-cs/plugin.c, which counts guest instructions from each
 spinlock's acquiring atomic to its releasing store, and every instruction
-of each timed phase. The kernel is the perf kernel plus the measurement
-patch tcg-cs/0001-*.patch, which only names lock classes where lockdep
-would (at lock initialisation), so that an acquisition can be given its
-icache role as lock_stat's would; the lock paths are untouched.
+of each timed phase. The kernel is the perf image itself: the perf flavour
+carries the measurement patch tcg-cs/0001-*.patch (kbuild.FLAVOUR_PATCHES),
+which only names lock classes where lockdep would (at lock initialisation),
+so that an acquisition can be given its icache role as lock_stat's would;
+the lock paths are untouched.
 
 Rows (flavour perf, mode tcg-cs, cpus 1), per timed phase:
     lock ""    instructions_per_op       guest instructions per operation
@@ -39,15 +40,15 @@ from pathlib import Path
 
 from harness.boot import measure, qemu
 from harness.guest.plan import Step
-from harness.kernels import kbuild, series, vmlinux
+from harness.kernels import kbuild, vmlinux
 from harness.layout import REPO_ROOT, Layout
 from harness.lockorder import ROLES, LockOrder
 from harness.parsers import tcg_cs
 
 MODE = "tcg-cs"
-IMAGE = "perf+tcg-cs"  # how compare keys the measurement image beside perf and debug
+FLAVOUR = "perf"  # the image this mode boots (it carries the markers)
 SOURCE = REPO_ROOT / "tcg-cs"
-PATCH = SOURCE / "0001-tcg-cs-mark-lock-classes-and-hash-tables-for-the-cri.patch"
+PATCH = kbuild.MARKER_PATCH
 OUTPUT = "tcg-cs.out"  # the plugin's output, in the boot folder
 CMDLINE = "inode_duel_cs=1"  # tells the guest's shell to mark its lock_stat windows
 
@@ -72,15 +73,9 @@ class TcgCsError(Exception):
     pass
 
 
-def measurement_kernel(layout: Layout, name: str) -> series.Kernel:
-    """The kernel NAME plus the marker patch, under a name of its own."""
-    kernel = series.resolve(layout, name)
-    return series.Kernel(f"{kernel.name}+tcg-cs",
-                         kernel.patches + (series.Patch("tcg-cs", 1, PATCH),))
-
-
 def build_image(layout: Layout, name: str) -> kbuild.KernelImage:
-    return kbuild.build_kernel(layout, measurement_kernel(layout, name), "perf")
+    """The image a tcg-cs boot of kernel NAME runs: its perf image."""
+    return kbuild.build(layout, name, FLAVOUR)
 
 
 def plugin_library(layout: Layout) -> Path:

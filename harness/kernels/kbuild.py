@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import time
@@ -23,11 +24,21 @@ from pathlib import Path
 
 from harness import procgroup, progress
 from harness.kernels import series, source
-from harness.layout import Layout
+from harness.layout import REPO_ROOT, Layout
 
 FLAVOURS = ("perf", "debug", "sanitize")
 DEFAULT_FLAVOURS = ("perf", "debug")  # sanitize is slow to build and boot: asked for by name
 LOCKDEP_FLAVOURS = ("debug", "sanitize")  # boots whose /proc/lockdep is dumped
+# Patches a flavour applies after the kernel's own, as a series of their own.
+# The perf flavour carries the tcg-cs lock-class markers (one `cs cmpq` at
+# each lock initialisation, none inside a critical section; their cost is
+# measured in NOTES.md, "Issue 30"), so the tcg-cs boots run the perf image
+# itself and a run of four kernels builds 8 images, not 12. The image key
+# covers them as it covers the kernel's patches.
+MARKER_SERIES = "tcg-cs"
+MARKER_PATCH = (REPO_ROOT / "tcg-cs" /
+                "0001-tcg-cs-mark-lock-classes-and-hash-tables-for-the-cri.patch")
+FLAVOUR_PATCHES = {"perf": (series.Patch(MARKER_SERIES, 1, MARKER_PATCH),)}
 BUILD_ENV = {
     # Fixed so that ccache hits and rebuilt images are comparable.
     "KBUILD_BUILD_TIMESTAMP": "1970-01-01",
@@ -69,6 +80,16 @@ def fragments(layout: Layout, flavour: str) -> list[Path]:
     if flavour not in FLAVOURS:
         raise BuildError(f"unknown flavour {flavour!r}: expected one of {', '.join(FLAVOURS)}")
     return [layout.configs / "guest.config", layout.configs / f"{flavour}.config"]
+
+
+def flavoured(kernel: series.Kernel, flavour: str) -> series.Kernel:
+    """The kernel as a flavour builds it: its own patches, then the flavour's."""
+    return series.Kernel(kernel.name, kernel.patches + FLAVOUR_PATCHES.get(flavour, ()))
+
+
+def own_patches(meta: dict) -> list[dict]:
+    """The kernel's own patches of an image's meta.json (not its flavour's)."""
+    return [p for p in meta["patches"] if p["series"] != MARKER_SERIES]
 
 
 def compiler_version() -> str:
@@ -127,7 +148,9 @@ def is_built(image: KernelImage) -> bool:
 
 
 def run_make(layout: Layout, obj: Path, args: list[str], log, env: dict[str, str],
-             on_line=None) -> None:
+             on_line=None) -> float:
+    """Run make in the tree; returns the CPU seconds it and its children used."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     cmd = ["make", "-C", str(layout.src), f"O={obj}", *args]
     log.write(f"$ {' '.join(cmd)}\n")
     log.flush()
@@ -149,6 +172,8 @@ def run_make(layout: Layout, obj: Path, args: list[str], log, env: dict[str, str
         log.flush()
         raise BuildError(f"{' '.join(args[:1])} failed (exit {proc.returncode}); "
                          f"log: {log.name}\n" + "\n".join(tail))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 @dataclass
@@ -231,25 +256,24 @@ def make_jobs(env: dict[str, str]) -> int:
     return (os.cpu_count() or 1) + distcc_slots(env)
 
 
-def source_for_key(layout: Layout, build_missing: bool) -> source.SourceInfo:
-    """The source an image key names; without building, the installed package's
-    version is enough (no tree is extracted)."""
-    if build_missing:
-        return source.ensure_pristine(layout)
-    version = source.installed_package_version()
+def source_for_key(build_missing: bool) -> source.SourceInfo:
+    """The source an image key names: the package's version is enough, so no tree
+    is extracted until something is built (it is installed first when building)."""
+    version = source.ensure_package() if build_missing else source.installed_package_version()
     if version is None:
         raise BuildError(f"{source.PACKAGE} is not installed: the image keys cannot be "
                          f"computed (install it, or build)")
     return source.SourceInfo(version, "", f"pristine/{version}")
 
 
-def build_kernel(layout: Layout, kernel: series.Kernel, flavour: str,
-                 extra_fragments: tuple[Path, ...] = (), jobs: int | None = None,
-                 build_missing: bool = True) -> KernelImage:
-    """Build any kernel: a named one, or a test kernel with patches and config of its own."""
-    info = source_for_key(layout, build_missing)
+def planned_image(layout: Layout, kernel: series.Kernel, flavour: str,
+                  extra_fragments: tuple[Path, ...] = (),
+                  build_missing: bool = True) -> KernelImage:
+    """The image of a kernel in a flavour, built or not: its key and folder (an
+    already built twin's, if the same patches were built under another name)."""
+    info = source_for_key(build_missing)
     frags = fragments(layout, flavour) + list(extra_fragments)
-    key = image_key(info, kernel, flavour, frags)
+    key = image_key(info, flavoured(kernel, flavour), flavour, frags)
     image = KernelImage(kernel.name, flavour, key, layout.image_dir(kernel.name, flavour, key))
     if is_built(image):
         return image
@@ -258,20 +282,45 @@ def build_kernel(layout: Layout, kernel: series.Kernel, flavour: str,
         twin = KernelImage(kernel.name, flavour, key, directory)
         if is_built(twin):
             return twin
+    return image
+
+
+def build_kernel(layout: Layout, kernel: series.Kernel, flavour: str,
+                 extra_fragments: tuple[Path, ...] = (), jobs: int | None = None,
+                 build_missing: bool = True) -> KernelImage:
+    """Build any kernel: a named one, or a test kernel with patches and config of its own."""
+    image = planned_image(layout, kernel, flavour, extra_fragments, build_missing)
+    if is_built(image):
+        return image
     if not build_missing:
-        raise BuildError(f"no image of {kernel.name}/{flavour} (key {key}) in {layout.images}: "
-                         f"expected {image.directory}; nothing is built (--no-build)")
+        raise BuildError(f"no image of {kernel.name}/{flavour} (key {image.key}) in "
+                         f"{layout.images}: expected {image.directory}; nothing is built "
+                         f"(--no-build)")
     with build_lock(layout):
         if is_built(image):
             return image
-        return _build_locked(layout, info, kernel, flavour, frags, image, jobs)
+        info = source.ensure_pristine(layout)
+        return _build_locked(layout, info, kernel, flavour,
+                             fragments(layout, flavour) + list(extra_fragments), image, jobs)
+
+
+def image_meta(name: str, flavour: str, key: str, info: source.SourceInfo, commit: str,
+               built: series.Kernel) -> dict:
+    """What an image is made of (its meta.json, without the build's own figures)."""
+    return {"kernel": name, "flavour": flavour, "key": key,
+            "package_version": info.package_version, "kernel_version": info.kernel_version,
+            "commit": commit,
+            "patches": [{"series": p.series, "file": p.path.name, "sha256": p.sha256,
+                         "subject": p.subject} for p in built.patches],
+            "compiler": compiler_version()}
 
 
 def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel,
                   flavour: str, frags: list[Path], image: KernelImage,
                   jobs: int | None) -> KernelImage:
     started = time.monotonic()
-    commit = series.checkout(layout, info, kernel)
+    built = flavoured(kernel, flavour)
+    commit = series.checkout(layout, info, built)
     obj = layout.objects / flavour
     obj.mkdir(parents=True, exist_ok=True)
     staging = image.directory.with_name(image.directory.name + ".partial")
@@ -298,7 +347,9 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
         if message:
             progress.say(message)
 
-    progress.say(f"building {kernel.name}/{flavour} ({len(kernel.patches)} patches, "
+    extra = len(built.patches) - len(kernel.patches)
+    progress.say(f"building {kernel.name}/{flavour} ({len(kernel.patches)} patches"
+                 + (f" + {extra} of the flavour" if extra else "") + ", "
                  f"commit {commit[:12]}, -j{jobs}"
                  + (f" over distcc: {env['DISTCC_HOSTS']}" if "CCACHE_PREFIX" in env else "")
                  + f"), log: {staging / 'build.log'}")
@@ -309,25 +360,21 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
             raise BuildError("config fragments not honoured (unmet dependencies?):\n" + "\n".join(
                 f"  {p.fragment}:{p.lineno}: {p.wanted} but .config has {p.got}"
                 for p in problems))
-        run_make(layout, obj, [f"-j{jobs}", "CC=ccache gcc", "bzImage"], log, env, on_line=count)
+        cpu_s = run_make(layout, obj, [f"-j{jobs}", "CC=ccache gcc", "bzImage"], log, env,
+                         on_line=count)
     counter_file.write_text(str(max(meter.seen, 1)))
     shutil.copy2(obj / "arch/x86/boot/bzImage", staging / "bzImage")
     shutil.copy2(obj / ".config", staging / "config")
     shutil.copy2(obj / "System.map", staging / "System.map")
     duration = time.monotonic() - started
-    meta = {
-        "kernel": kernel.name,
-        "flavour": flavour,
-        "key": image.key,
-        "package_version": info.package_version,
-        "kernel_version": info.kernel_version,
-        "commit": commit,
-        "patches": [{"series": p.series, "file": p.path.name, "sha256": p.sha256,
-                     "subject": p.subject} for p in kernel.patches],
-        "compiler": compiler_version(),
-        "build_seconds": round(duration, 1),
-        "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
+    meta = dict(image_meta(kernel.name, flavour, image.key, info, commit, built),
+                build_seconds=round(duration, 1),
+                build_kind=kind,  # full (empty object folder) or incremental: buildtime.py
+                jobs=jobs,
+                # CPU of make and the compilers: over build_seconds, the cores the
+                # build kept busy (what is left for boots beside it)
+                cpu_seconds=round(cpu_s, 1),
+                built_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     (staging / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     shutil.rmtree(image.directory, ignore_errors=True)
     staging.rename(image.directory)

@@ -20,9 +20,16 @@ from harness.boot import runner
 from harness.kernels.kbuild import LOCKDEP_FLAVOURS
 from harness.layout import Layout
 from harness.run import tidy
-from harness.run.matrix import Cell
+from harness.run.matrix import BootConfig, Cell
 
 FORMAT = 2  # cells of format 1 carried their rows: not trusted, measured again
+# One operation of an -icount step longer than this (emulated time) is a stall:
+# 12.5 million instructions at 4 ns each, where the slowest operation of
+# any default case took 5.2 ms in -icount boots that never idle (qemu.py;
+# 2026-12-06). run/execute.py runs a stalled step again; one that stalled
+# every time keeps the status "stalled", which no verdict reads.
+STALL_NS = 50e6
+STALL_METRICS = ("max_ns", "clat_max_ns")
 
 
 @dataclass(frozen=True)
@@ -68,14 +75,24 @@ class CellStore:
         return [cell for cell in found if cell]
 
 
+def stall_ns(config: BootConfig, outcome: runner.StepOutcome) -> float | None:
+    """The longest operation of an -icount step when it is a stall, else None."""
+    if config.mode != "tcg-icount" or not outcome.numbers:
+        return None
+    longest = max((f.value for f in outcome.numbers.figures
+                   if f.metric in STALL_METRICS and not f.lock), default=0.0)
+    return longest if longest >= STALL_NS else None
+
+
 def rows_for(cell: Cell, outcome: runner.StepOutcome, reruns: int) -> list[tidy.Row]:
     """The tidy rows of one measured step."""
     c = cell.config
+    status = "stalled" if outcome.status == "ok" and stall_ns(c, outcome) else outcome.status
 
     def row(phase, lock, metric, value, unit):
         return tidy.Row(c.kernel, c.flavour, c.mode, cell.workload.name, cell.fs, c.cpus,
                         cell.procs, c.repetition, phase, lock, metric, value, unit,
-                        outcome.status, cell.key, cell.machine)
+                        status, cell.key, cell.machine)
     rows = []
     if outcome.numbers:
         for fig in outcome.numbers.figures:

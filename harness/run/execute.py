@@ -22,7 +22,7 @@ from harness.guest import initramfs, plan, protocol
 from harness.kernels.kbuild import LOCKDEP_FLAVOURS, KernelImage
 from harness.layout import Layout
 from harness.run import tidy
-from harness.run.cells import CellStore, StoredCell, rows_for
+from harness.run.cells import CellStore, StoredCell, rows_for, stall_ns
 from harness.run.estimate import StepTimes
 from harness.run.matrix import BootConfig, Cell
 
@@ -123,6 +123,20 @@ def disturbed(outcome: runner.StepOutcome) -> bool:
     return outcome.others_cpu_s / outcome.wall_s > DISTURBED_CORES
 
 
+def why_rerun(config: BootConfig, outcome: runner.StepOutcome) -> str:
+    """Why a step's figures must not stand, "" when they may: a timed step on a busy
+    host, an -icount step with a stall of its own."""
+    # Only plain-mode perf steps are timings: -icount and tcg-cs count
+    # instructions, and an oversubscribed boot is never timed.
+    if config.flavour == "perf" and config.mode in ("tcg", "kvm") and disturbed(outcome):
+        return (f"host busy ({outcome.others_cpu_s:.1f} CPU s of others in "
+                f"{outcome.wall_s:.1f}s)")
+    stalled = stall_ns(config, outcome)
+    if stalled:
+        return f"stalled: one operation took {stalled / 1e6:.0f} ms of emulated time"
+    return ""
+
+
 @dataclass
 class Measured:
     rows: list[tidy.Row] = field(default_factory=list)
@@ -130,6 +144,20 @@ class Measured:
     boots: list[runner.BootRecord] = field(default_factory=list)
     reruns: int = 0
     unmeasured: list[str] = field(default_factory=list)  # cells every attempt failed
+    # (flavour, mode) -> [boots, wall seconds], reruns included
+    boot_time: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+
+    def count_boot(self, config: BootConfig, wall_s: float) -> None:
+        spent = self.boot_time.setdefault((config.flavour, config.mode), [0, 0.0])
+        spent[0] += 1
+        spent[1] += wall_s
+
+    @property
+    def stages(self) -> list[dict]:
+        """The boots stage of the run's timing (run/stages.py), per flavour and mode."""
+        return [{"stage": "boots", "flavour": flavour, "mode": mode, "boots": int(n),
+                 "seconds": round(seconds, 1)}
+                for (flavour, mode), (n, seconds) in sorted(self.boot_time.items())]
 
 
 @dataclass
@@ -231,6 +259,7 @@ def measure(layout: Layout, pending: list[tuple[BootConfig, KernelImage, list[Ce
             attempts_left -= 1
             watch.boot_finished(job)
             result.boots.append(record)
+            result.count_boot(job.config, record.wall_s)
             progress.say(f"  {job.config.label}: {record.status} in {record.wall_s:.0f}s"
                          + (f" ({len(record.reports)} kernel reports)" if record.reports else "")
                          + (f"; {len(record.damaged)} damaged records" if record.damaged
@@ -240,15 +269,12 @@ def measure(layout: Layout, pending: list[tuple[BootConfig, KernelImage, list[Ce
             retry: list[Cell] = []
             for cell, outcome in zip(job.cells, record.steps):
                 done = reruns.get(cell.key, 0)
-                # Only plain-mode perf steps are timings: -icount and tcg-cs count
-                # instructions, and an oversubscribed boot is never timed.
-                timed = job.config.flavour == "perf" and job.config.mode in ("tcg", "kvm")
                 if outcome.status == "not-run":
                     retry.append(cell)
                     continue
-                if timed and disturbed(outcome) and done < max_reruns:
-                    progress.say(f"  {cell.label}: host busy ({outcome.others_cpu_s:.1f} CPU s "
-                                 f"of others in {outcome.wall_s:.1f}s), will rerun")
+                why = why_rerun(job.config, outcome)
+                if why and done < max_reruns:
+                    progress.say(f"  {cell.label}: {why}, will rerun")
                     reruns[cell.key] = done + 1
                     result.reruns += 1
                     retry.append(cell)

@@ -10,17 +10,45 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import host, lockorder
 from harness.boot import pinning, runner
-from harness.kernels.kbuild import KernelImage
+from harness.kernels.kbuild import KernelImage, own_patches
 from harness.layout import Layout
 from harness.run import tidy
 from harness.run.execute import Placement
 from harness.run.matrix import Matrix
 
 LOCK_ORDERS = "lock-order"
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How long each stage of a run took (run/stages.py) and what was first estimated."""
+    stages: list[dict]
+    first_estimate_at_s: float
+    first_estimate_s: float
+
+    def as_json(self, wall_s: float) -> dict:
+        return {"stages": self.stages,
+                "first_estimate": {"printed_at_s": round(self.first_estimate_at_s, 1),
+                                   "total_s": round(self.first_estimate_s),
+                                   # estimate over the run's wall time; the report,
+                                   # written after the manifest, adds its own stage
+                                   "ratio": round(self.first_estimate_s / wall_s, 3)
+                                   if wall_s else None}}
+
+
+def add_stage(run_dir: Path, stage: str, seconds: float) -> None:
+    """Record a stage that ran after the manifest was written (the report)."""
+    path = run_dir / MANIFEST
+    manifest = json.loads(path.read_text())
+    timing = manifest.setdefault("timing", {"stages": []})
+    timing["stages"].append({"stage": stage, "seconds": round(seconds, 1)})
+    path.write_text(json.dumps(manifest, indent=1) + "\n")
 
 
 def lock_order_copy(run_dir: Path, kernel: str) -> Path:
@@ -76,15 +104,19 @@ def write_manifest(layout: Layout, run_dir: Path, matrix: Matrix,
                    images: dict[tuple[str, str], KernelImage], placement: Placement,
                    wall_s: float, boots: list[runner.BootRecord],
                    reused_boots: list[runner.BootRecord], reruns: int,
-                   unmeasured: list[str]) -> None:
+                   unmeasured: list[str], timing: Timing | None = None) -> None:
     """boots: measured by this run; reused_boots: earlier boots whose cells it reuses."""
     kernels = {}
     for (kernel, flavour), image in images.items():
         meta = image.meta
+        own = own_patches(meta)
         kernels.setdefault(kernel, {"kernel_version": meta["kernel_version"],
                                     "package_version": meta["package_version"],
-                                    "patches": meta["patches"], "images": {}})
-        kernels[kernel]["images"][flavour] = {"key": image.key, "commit": meta["commit"]}
+                                    "patches": own, "images": {}})
+        kernels[kernel]["images"][flavour] = {
+            "key": image.key, "commit": meta["commit"],
+            # applied after the kernel's own (the perf flavour's tcg-cs markers)
+            "flavour_patches": [p for p in meta["patches"] if p not in own]}
     machine, node = placement.machine, placement.node
     manifest = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -100,7 +132,7 @@ def write_manifest(layout: Layout, run_dir: Path, matrix: Matrix,
                    "workloads": [w.name for w in matrix.workloads], "repeat": matrix.repeat,
                    "debug_repeat": matrix.debug_repeat, "icount_repeat": matrix.icount_repeat,
                    "cs_repeat": matrix.cs_repeat,
-                   "flavours": list(matrix.flavours)},
+                   "flavours": list(matrix.flavours), "order_seed": matrix.order_seed},
         "oversubscribed": [c for c in matrix.cpus if c > machine.cores],
         "kernels": kernels,
         "boots": [boot_entry(layout, b) for b in boots],
@@ -113,7 +145,9 @@ def write_manifest(layout: Layout, run_dir: Path, matrix: Matrix,
         # never reached the step): not in tidy.tsv, named here.
         "unmeasured": unmeasured,
     }
-    (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    if timing:
+        manifest["timing"] = timing.as_json(wall_s)
+    (run_dir / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
 
 
 def write_table(rows: list[tidy.Row], run_dir: Path) -> None:

@@ -12,6 +12,11 @@ the key: the rows of a reused cell are derived again from its boot folder.
 
 Order: repetitions outermost and kernels inside (A B A B, not A A B B), so a
 slow phase of the host hits every kernel alike (docs/design.md section 6).
+Within each round of timed boots (one repetition at one vCPU count) the
+kernels come in an order drawn from the run's order_seed: a kernel that
+always booted right after another, or first in its round, would carry
+whatever that position does to a boot's speed (NOTES.md, "Issue 26
+(method)"). Rounds of untimed boots keep the given order.
 
 A boot with more vCPUs than the machine has cores is oversubscribed: its
 mode says so (tcg-oversubscribed, kvm-oversubscribed), so its throughput is
@@ -27,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 from dataclasses import dataclass, field, replace
 
 from harness import host
@@ -65,7 +71,9 @@ class BootConfig:
         return "kvm" if self.mode.startswith("kvm") else "tcg"
 
     def machine(self, accel: str) -> qemu.Machine:
-        return qemu.Machine(accel, self.cpus, icount=self.mode == "tcg-icount")
+        """The QEMU machine of the boot (a tcg-cs boot's adds the plugin: tcg_cs.machine)."""
+        return qemu.Machine(accel, self.cpus, icount=self.mode in ("tcg-icount", tcg_cs.MODE),
+                            poll_idle=self.mode == "tcg-icount")
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,12 @@ class Matrix:
     cs_repeat: int = 3  # 1-vCPU tcg-cs boots per kernel (critical-section lengths)
     flavours: tuple[str, ...] = DEFAULT_FLAVOURS
     max_reruns: int = 2  # of a timed step disturbed by a busy host
+    # the kernels' order in each round of timed boots; a new one per run, kept
+    # in the manifest so that a run's order can be had again
+    order_seed: int = field(default_factory=lambda: random.SystemRandom().randrange(1, 2**31))
+
+    def round_orders(self) -> random.Random:
+        return random.Random(self.order_seed)
 
     def boots(self, accel: str, cores: int) -> list[BootConfig]:
         """Every boot on a machine with this accelerator and this many cores."""
@@ -94,9 +108,13 @@ class Matrix:
                     configs += [BootConfig(k, "perf", "tcg-icount", 1, rep) for k in self.kernels]
                 for rep in range(1, self.cs_repeat + 1):
                     configs += [BootConfig(k, "perf", tcg_cs.MODE, 1, rep) for k in self.kernels]
+            orders = self.round_orders()
             for rep in range(1, self.repeat + 1):
-                configs += [BootConfig(k, "perf", boot_mode(accel, c, cores), c, rep)
-                            for c in self.cpus for k in self.kernels]
+                for c in self.cpus:
+                    kernels = list(self.kernels)
+                    orders.shuffle(kernels)
+                    configs += [BootConfig(k, "perf", boot_mode(accel, c, cores), c, rep)
+                                for k in kernels]
         return configs
 
 
@@ -147,14 +165,17 @@ def cell_key(image: KernelImage, guest_digest: str, config: BootConfig, workload
     detectors = runner.detector_cmdline(config.flavour, config.accel)
     if detectors:  # other thresholds, other reports
         h.update(detectors.encode())
+    words = config.machine(machine.accel).kernel_words
+    if words:  # -icount boots keep the SMP code (qemu.ICOUNT_CMDLINE)
+        h.update(words.encode())
     if config.mode == tcg_cs.MODE:  # the plugin measures: a changed one measures anew
         h.update(tcg_cs.plugin_digest().encode())
     return h.hexdigest()[:20]
 
 
 def image_of(config: BootConfig) -> tuple[str, str]:
-    """The images key of a boot: tcg-cs boots the perf kernel plus its marker patch."""
-    return config.kernel, tcg_cs.IMAGE if config.mode == tcg_cs.MODE else config.flavour
+    """The images key of a boot: tcg-cs boots run the perf image, which carries the markers."""
+    return config.kernel, tcg_cs.FLAVOUR if config.mode == tcg_cs.MODE else config.flavour
 
 
 def plan_boots(matrix: Matrix, images: dict[tuple[str, str], KernelImage],

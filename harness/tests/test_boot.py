@@ -117,6 +117,14 @@ def test_compare_writes_a_run_and_resumes_without_redoing_cells(built, tmp_path)
     assert conformance["mainline"]["violations"] == []
     manifest = json.loads((tmp_path / "run1" / "manifest.json").read_text())
     assert manifest["kernels"]["mainline"]["patches"] == []
+    # The time of each stage, and the estimate printed before the first build.
+    timing = manifest["timing"]
+    stages = [s["stage"] for s in timing["stages"]]
+    assert stages[:2] == ["initramfs", "image"] and stages[-1] == "finish", stages
+    [boots] = [s for s in timing["stages"] if s["stage"] == "boots"]
+    assert (boots["flavour"], boots["mode"], boots["boots"]) == ("debug", "tcg", 1)
+    assert boots["seconds"] == pytest.approx(first.boots[0].wall_s, abs=0.1)
+    assert timing["first_estimate"]["total_s"] > 0
 
     # Interrupted or not, the same compare again reuses every finished cell.
     second = compare.run(layout, wanted, tmp_path / "run2", accel="tcg")

@@ -53,9 +53,22 @@ def test_image_key_changes_with_patch_content(tmp_path):
     assert kbuild.image_key(info, kernel, "debug", frags) != key1
 
 
+def test_the_perf_flavour_carries_the_tcg_cs_markers_and_debug_does_not():
+    """tcg-cs boots run the perf image: its key is that of the kernel plus the marker
+    patch, the key the separate measurement image had, so such an image is reused."""
+    layout = default_layout()
+    base = series.resolve(layout, "base")
+    perf = kbuild.flavoured(base, "perf")
+    assert perf.patches == base.patches + (series.Patch("tcg-cs", 1, kbuild.MARKER_PATCH),)
+    assert kbuild.flavoured(base, "debug") == base
+    assert kbuild.MARKER_PATCH.is_file()
+    meta = {"patches": [{"series": p.series, "file": p.path.name} for p in perf.patches]}
+    assert [p["series"] for p in kbuild.own_patches(meta)] == ["base"] * len(base.patches)
+
+
 def test_the_same_patches_under_another_name_reuse_the_image(tmp_path, monkeypatch):
     info = source.SourceInfo("6.1.192-3", "6.1.192", "pristine/6.1.192-3")
-    monkeypatch.setattr(source, "ensure_pristine", lambda layout: info)
+    monkeypatch.setattr(source, "ensure_package", lambda: info.package_version)
     layout = Layout(repo=REPO_ROOT, build=tmp_path / "build", ccache=tmp_path / "ccache",
                     results=tmp_path / "results")
     key = kbuild.image_key(info, series.resolve(layout, "base"), "debug",
@@ -118,8 +131,8 @@ def test_no_build_finds_an_image_elsewhere_or_names_the_missing_one(tmp_path, la
                                                 f"in {store}: expected {store}/mainline-perf-"):
         kbuild.build(elsewhere, "mainline", "perf", build_missing=False)
     assert not layout.src.joinpath("Makefile").exists()  # no tree was extracted either
-    key = kbuild.image_key(kbuild.source_for_key(layout, False),
-                           series.resolve(layout, "mainline"), "perf",
+    key = kbuild.image_key(kbuild.source_for_key(False),
+                           kbuild.flavoured(series.resolve(layout, "mainline"), "perf"), "perf",
                            kbuild.fragments(layout, "perf"))
     built = store / f"mainline-perf-{key}"
     built.mkdir(parents=True)

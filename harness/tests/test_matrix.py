@@ -11,13 +11,31 @@ def test_kernels_are_interleaved_within_each_repetition():
     m = matrix.Matrix(kernels=["mainline", "base"], cpus=[1, 2], workloads=[], repeat=2,
                       icount_repeat=1)
     boots = m.boots("tcg", 2)
-    perf = [(b.repetition, b.kernel) for b in boots if b.mode == "tcg" and b.flavour == "perf"]
-    # A B A B, never A A B B: a slow phase of the host hits both kernels.
-    assert [k for _, k in perf] == ["mainline", "base"] * 4
-    assert [r for r, _ in perf] == [1, 1, 1, 1, 2, 2, 2, 2]
+    perf = [(b.repetition, b.cpus, b.kernel) for b in boots
+            if b.mode == "tcg" and b.flavour == "perf"]
+    # A B A B, never A A B B: a slow phase of the host hits both kernels. Each
+    # round (repetition, vCPUs) has every kernel once, in an order of its own.
+    rounds = [perf[i:i + 2] for i in range(0, len(perf), 2)]
+    assert [(r[0][0], r[0][1]) for r in rounds] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert all(sorted(k for _, _, k in r) == ["base", "mainline"] for r in rounds)
     icount = [b for b in boots if b.mode == "tcg-icount"]
     assert [(b.kernel, b.cpus) for b in icount] == [("mainline", 1), ("base", 1)]
     assert {b.mode for b in m.boots("kvm", 2)} == {"kvm"}
+
+
+def test_the_order_within_each_timed_round_is_drawn_from_the_runs_seed():
+    def order(seed):
+        m = matrix.Matrix(kernels=["mainline", "base", "chinner", "piggin"], cpus=[1, 2],
+                          workloads=[], repeat=8, order_seed=seed)
+        return [b.kernel for b in m.boots("tcg", 2) if b.mode == "tcg" and b.flavour == "perf"]
+    assert order(7) == order(7)  # the manifest's seed gives the run's order again
+    assert order(7) != order(8)
+    rounds = [order(7)[i:i + 4] for i in range(0, 64, 4)]
+    assert len({tuple(r) for r in rounds}) > 1  # not one order repeated
+    assert {r[0] for r in rounds} == {"mainline", "base", "chinner", "piggin"}
+    untimed = matrix.Matrix(kernels=["mainline", "base"], cpus=[1], workloads=[],
+                            order_seed=7).boots("tcg", 2)
+    assert [b.kernel for b in untimed if b.flavour == "debug"] == ["mainline", "base"]
 
 
 def test_more_vcpus_than_cores_is_marked_oversubscribed_and_never_timed():
@@ -38,6 +56,29 @@ def test_host_load_guard():
     assert not execute.disturbed(outcome(10.0, 1.0))  # 0.1 core of others: fine
     assert execute.disturbed(outcome(10.0, 5.0))  # half a core: rerun
     assert not execute.disturbed(outcome(None, None))
+
+
+def test_an_icount_step_with_a_stall_of_its_own_is_rerun_and_never_judged():
+    from harness.boot import measure
+    from harness.run import cells
+
+    def step(longest_ns, wall=10.0, others=0.0):
+        figures = (measure.Figure("walk", "", "throughput", 15000.0, "file/s"),
+                   measure.Figure("walk", "", "max_ns", longest_ns, "ns"))
+        numbers = measure.StepNumbers(0, False, figures, None, "")
+        return runner.StepOutcome("s01", "fstree/xfs/p1", "ok", numbers, (), wall, others)
+    icount = matrix.BootConfig("chinner", "perf", "tcg-icount", 1, 2)
+    timed = matrix.BootConfig("chinner", "perf", "tcg", 1, 2)
+    # the 2026-12-04 reference: one walk on XFS took 206 ms of emulated time
+    assert execute.why_rerun(icount, step(206_647_268)) == \
+        "stalled: one operation took 207 ms of emulated time"
+    assert execute.why_rerun(icount, step(5_200_000)) == ""  # the slowest seen without idling
+    assert execute.why_rerun(timed, step(206_647_268)) == ""  # wall-clock boots: no such rule
+    assert execute.why_rerun(timed, step(1e6, 10.0, 5.0)).startswith("host busy")
+    fstree = shipped.workload("fstree")
+    cell = matrix.Cell(icount, fstree, "xfs", 1, "k", "m")
+    assert {r.status for r in cells.rows_for(cell, step(206_647_268), 2)} == {"stalled"}
+    assert {r.status for r in cells.rows_for(cell, step(5_200_000), 0)} == {"ok"}
 
 
 def test_time_left_follows_the_boots_pace():

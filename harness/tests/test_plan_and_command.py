@@ -1,8 +1,11 @@
 """What the host hands the guest: the plan script and the QEMU command line."""
 
+import dataclasses
 import shlex
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from harness.boot import qemu
 from harness.guest import plan, protocol, workloads
@@ -76,8 +79,17 @@ def test_qemu_command_has_the_result_port_disks_and_accelerator(tmp_path):
     drives = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-drive"]
     assert [d.split(",")[0] for d in drives] == ["file=/b/ext4.img", "file=/b/xfs.img"]
     assert cmd[cmd.index("-icount") + 1] == qemu.ICOUNT
+    # One vCPU, and still the SMP code (LOCK prefixes) the multi-vCPU boots run.
+    assert "noreplace-smp" in cmd[cmd.index("-append") + 1].split()
+    assert "idle=poll" not in cmd[cmd.index("-append") + 1].split()  # a tcg-cs boot's
+    rate = qemu.command(dataclasses.replace(spec, machine=qemu.Machine(
+        "tcg", 1, icount=True, poll_idle=True)), tmp_path / "results.raw")
+    assert {"noreplace-smp", "idle=poll"} <= set(rate[rate.index("-append") + 1].split())
+    with pytest.raises(qemu.QemuError, match="polls when idle"):
+        qemu.Machine("tcg", 2, poll_idle=True)
     assert cmd[cmd.index("-accel") + 1] == "tcg"
     kvm = qemu.command(qemu.BootSpec(Path("k"), Path("i"), Path("p"), qemu.Machine("kvm", 4),
                                      60), tmp_path / "r")
     assert kvm[kvm.index("-accel") + 1] == "kvm" and "-icount" not in kvm
+    assert "noreplace-smp" not in kvm[kvm.index("-append") + 1]
     assert kvm[kvm.index("-smp") + 1] == "4"

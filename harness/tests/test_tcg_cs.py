@@ -223,7 +223,7 @@ def test_compare_runs_tcg_cs_boots_per_kernel_and_repetition_under_tcg_only():
     assert [(b.kernel, b.flavour, b.cpus, b.repetition) for b in cs] == [
         ("mainline", "perf", 1, 1), ("base", "perf", 1, 1),
         ("mainline", "perf", 1, 2), ("base", "perf", 1, 2)]
-    assert matrix.image_of(cs[0]) == ("mainline", tcg_cs.IMAGE)
+    assert matrix.image_of(cs[0]) == ("mainline", "perf")  # the perf image carries the markers
     assert matrix.image_of(matrix.BootConfig("base", "perf", "tcg", 2, 1)) == ("base", "perf")
     assert not [b for b in m.boots("kvm", 2) if b.mode == tcg_cs.MODE]
     debug_only = matrix.Matrix(kernels=["mainline"], cpus=[1], workloads=[], repeat=1,

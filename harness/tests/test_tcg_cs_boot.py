@@ -1,6 +1,6 @@
-"""End to end: the tcg-cs mode on the mainline perf kernel (plus its marker patch).
+"""End to end: the tcg-cs mode on the mainline perf kernel (which carries the markers).
 
-Builds (or reuses) mainline+tcg-cs/perf, about 10 minutes from a warm
+Builds (or reuses) mainline/perf, about 10 minutes from a warm
 compiler cache when missing, then one boot of about 10 seconds.
 """
 
