@@ -81,30 +81,40 @@ def _colours(kernels: list[str], all_kernels: list[str]) -> list[str]:
             else PALETTE[-1] for k in kernels]
 
 
+# Colours for series that are not kernels (lines added and removed, vCPU counts): greys
+# and a dark teal, so no bar reads as a kernel's.
+NEUTRAL = ["#4d4d4d", "#b3b3b3", "#006d77", "#83c5be", "#e29578"]
+# Line and point styles per kernel, so a line drawn over another of the same values
+# still shows both: dash pattern and marker differ as well as the colour.
+DASHES = [1, 2, 4, 5, 3, 1, 2, 4]
+POINTS = [7, 5, 9, 13, 11, 15, 7, 5]
+
+
 def lines_with_errors(stem: Path, title: str, xlabel: str, ylabel: str,
-                      series: dict[str, list[tuple[float, float, float]]],
+                      series: dict[str, list[tuple[float, float, float, float]]],
                       all_kernels: list[str], xtics: list[str] | None = None,
                       style: Style = REPORT) -> Chart:
-    """One line per series: points (x, mean, half-width of the 95% interval)."""
+    """One line per series: points (x, mean, low, high) with the 95% interval as bars."""
     names = list(series)
     blocks = []
     for i, name in enumerate(names):
         # Nudge each series sideways a little so error bars do not hide each other.
         nudge = (i - (len(names) - 1) / 2) * 0.04
         points = sorted(series[name])
-        blocks.append(f"# {name}\n" + "\n".join(
-            f"{_num(x + nudge)} {_num(y)} {_num(e if math.isfinite(e) else 0.0)}"
-            for x, y, e in points))
+        blocks.append(f"# {name}: x mean low high\n" + "\n".join(
+            f"{_num(x + nudge)} {_num(y)} {_num(lo if math.isfinite(lo) else y)} "
+            f"{_num(hi if math.isfinite(hi) else y)}" for x, y, lo, hi in points))
     stem.with_suffix(".dat").write_text("\n\n\n".join(blocks) + "\n")
     colours = _colours(names, all_kernels)
-    plots = [f"{_quote(str(stem.with_suffix('.dat')))} index {i} using 1:2:3 with yerrorlines "
-             f"lw {style.line_width} pt 7 lc rgb {_quote(c)} title {_quote(n)}"
+    plots = [f"{_quote(str(stem.with_suffix('.dat')))} index {i} using 1:2:3:4 with yerrorlines "
+             f"lw {style.line_width} dt {DASHES[i % len(DASHES)]} pt {POINTS[i % len(POINTS)]} "
+             f"lc rgb {_quote(c)} title {_quote(n)}"
              for i, (n, c) in enumerate(zip(names, colours))]
     tics = ""
     if xtics:
         tics = "set xtics (" + ", ".join(f"{_quote(t)} {i}" for i, t in enumerate(xtics)) + ")"
     else:
-        xs = sorted({x for pts in series.values() for x, _, _ in pts})
+        xs = sorted({x for pts in series.values() for x, *_ in pts})
         tics = "set xtics (" + ", ".join(f"{_quote(f'{x:g}')} {x:g}" for x in xs) + ")"
         if len(xs) == 1:
             tics += f"\nset xrange [{xs[0] - 1:g}:{xs[0] + 1:g}]"
@@ -122,12 +132,15 @@ MAX_WIDTH = 2400  # pixels
 def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str],
                    panels: list[tuple[str, dict[tuple[str, str], float]]],
                    all_kernels: list[str], style: Style = REPORT,
-                   from_zero: bool = True, marks: dict[str, float] | None = None) -> Chart:
+                   from_zero: bool = True, marks: dict[str, float] | None = None,
+                   colours: list[str] | None = None, log_y: bool = False) -> Chart:
     """Bars grouped by `groups` (x axis), one bar per kernel, one panel per metric.
 
     panels: (y label, {(group, kernel): value}); a missing value draws no bar.
     from_zero: the y axis starts at 0 (False for changes that can be negative).
     marks: y value -> label of horizontal reference lines (say, a noise band).
+    colours: one per bar series, instead of the kernels' (series that are not kernels).
+    log_y: a logarithmic y axis (values that span decades, each panel on its own).
     """
     # A panel without a single value (say, no contentions recorded) has nothing to draw.
     panels = [(ylabel, values) for ylabel, values in panels
@@ -143,12 +156,13 @@ def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str]
                                                     for k in kernels))
         path.write_text("\n".join(lines) + "\n")
         files.append((path, ylabel))
-    colours = _colours(kernels, all_kernels)
+    colours = colours or _colours(kernels, all_kernels)
     n = len(kernels)
     body = [f"set multiplot layout {len(panels)},1 title {_quote(title)}",
             "set style data histogram", "set style histogram cluster gap 1",
             "set style fill solid 0.85 border -1", "set boxwidth 0.9", "set grid ytics",
-            "set key outside right top", "set yrange [0:*]" if from_zero else "set yrange [*:*]",
+            "set key outside right top",
+            "set logscale y" if log_y else ("set yrange [0:*]" if from_zero else "set yrange [*:*]"),
             "set xtics nomirror", "set offsets 0, 0, graph 0.1, 0" if from_zero
             else "set offsets 0, 0, graph 0.1, graph 0.1"]
     for i, (y, label) in enumerate(sorted((marks or {}).items())):
@@ -168,6 +182,58 @@ def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str]
     height = 200 + 230 * len(panels) + (160 if len(groups) > 8 else 0)
     width = min(MAX_WIDTH, max(760, 120 + 26 * n * max(1, len(groups))))
     return _render(stem, "\n".join(body), (width, height), title, style)
+
+
+def points_with_errors(stem: Path, title: str, groups: list[str], ylabel: str,
+                       series: dict[str, dict[str, tuple[float, float, float]]],
+                       all_kernels: list[str], style: Style = REPORT, log_y: bool = False,
+                       marks: dict[float, str] | None = None,
+                       colours: list[str] | None = None, clip: bool = False) -> Chart:
+    """Categories along x, per series a point (value, low, high) with its interval as a
+    bar, series side by side within a category; marks: y -> label of reference lines.
+    clip: the y axis spans the points, not their bars (a bar running off the frame is
+    wider than the chart)."""
+    names = [n for n in series if series[n]]
+    if not names or not groups:
+        raise ChartError(f"{stem}: no values to chart")
+    blocks = []
+    width = 0.6 / max(1, len(names))
+    for i, name in enumerate(names):
+        nudge = (i - (len(names) - 1) / 2) * width
+        blocks.append(f"# {name}: position value low high\n" + "\n".join(
+            f"{_num(g + nudge)} {_num(y)} {_num(lo)} {_num(hi)}"
+            for g, group in enumerate(groups) if group in series[name]
+            for y, lo, hi in [series[name][group]]) or "NaN NaN NaN NaN")
+    data = stem.with_suffix(".dat")
+    data.write_text("\n\n\n".join(blocks) + "\n")
+    colours = colours or _colours(names, all_kernels)
+    plots = [f"{_quote(str(data))} index {i} using 1:2:3:4 with yerrorbars "
+             f"pt {POINTS[i % len(POINTS)]} ps {1.4 if style.size else 1.0} "
+             f"lw {style.line_width} lc rgb {_quote(c)} title {_quote(n)}"
+             for i, (n, c) in enumerate(zip(names, colours))]
+    body = [f"set title {_quote(title)}" if title else "unset title",
+            f"set ylabel {_quote(ylabel)}", "set grid ytics", "set key outside right top",
+            f"set xrange [-0.6:{len(groups) - 0.4}]",
+            "set xtics (" + ", ".join(f"{_quote(g)} {i}" for i, g in enumerate(groups)) + ")",
+            "set logscale y" if log_y else "set offsets 0, 0, graph 0.08, graph 0.08"]
+    if clip:
+        ys = [y for pts in series.values() for y, _, _ in pts.values() if math.isfinite(y)]
+        ys += list((marks or {}).keys())
+        low, high = min(ys), max(ys)
+        pad = (high - low) * 0.15 or abs(high) * 0.5 or 1.0
+        body.append(f"set yrange [{low - pad:g}:{high + pad:g}]")
+    if len(groups) > 6:
+        body.append("set xtics rotate by -35 left")
+    for i, (y, label) in enumerate(sorted((marks or {}).items())):
+        body.append(f"set arrow {i + 1} from graph 0, first {y:g} to graph 1, first {y:g} "
+                    "nohead dt 2 lw 2 lc rgb '#555555' back")
+        if label:
+            body.append(f"set label {i + 1} {_quote(label)} at graph 0.01, first {y:g} "
+                        "offset 0, 0.7 tc rgb '#555555'")
+    body.append("plot " + ", \\\n  ".join(plots))
+    height = 440 + (160 if len(groups) > 6 else 0)
+    return _render(stem, "\n".join(body), (max(760, 140 + 70 * len(groups)), height), title,
+                   style)
 
 
 def lockorder_graph(stem: Path, kernel: str, observed: set[tuple[str, str]],
@@ -234,7 +300,8 @@ def scaling_bands(stem: Path, title: str, ylabel: str,
                   measured: dict[str, list[tuple[float, float, float, float]]],
                   all_kernels: list[str]) -> Chart:
     """Predicted throughput against CPUs, log-log: per kernel a line (x, low, mid,
-    high) inside a shaded band, and measured points (x, y, low, high) with bars."""
+    high) between the edges of its hand-off band, and measured points (x, y, low, high)
+    with bars."""
     names = list(bands)
     blocks = []
     for name in names:
@@ -251,22 +318,37 @@ def scaling_bands(stem: Path, title: str, ylabel: str,
     data.write_text("\n\n\n".join(blocks) + "\n")
     colours = _colours(names, all_kernels)
     plots = []
+    # Bands as thin edges, not fills: four translucent fills over each other turn to mud.
+    # Lines differ in dash and marker as well as colour, the first drawn widest, so a
+    # kernel whose prediction equals another's still shows beside it.
     for i, (name, colour) in enumerate(zip(names, colours)):
-        plots.append(f"{_quote(str(data))} index {i} using 1:2:4 with filledcurves "
-                     f"fs transparent solid 0.15 noborder lc rgb {_quote(colour)} notitle")
-        plots.append(f"{_quote(str(data))} index {i} using 1:3 with lines lw 2 "
-                     f"lc rgb {_quote(colour)} title {_quote(name)}")
+        for column in (2, 4):
+            plots.append(f"{_quote(str(data))} index {i} using 1:{column} with lines lw 1 "
+                         f"dt 3 lc rgb {_quote(colour)} notitle")
+    for i, (name, colour) in enumerate(zip(names, colours)):
+        width = 1.5 + 0.8 * (len(names) - 1 - i)
+        plots.append(f"{_quote(str(data))} index {i} using 1:3 with linespoints "
+                     f"lw {width:g} dt {DASHES[i % len(DASHES)]} pt {POINTS[i % len(POINTS)]} "
+                     f"ps 0.7 lc rgb {_quote(colour)} title {_quote(name)}")
     for i, (name, colour) in enumerate(zip(names, colours)):
         if measured.get(name):
             plots.append(f"{_quote(str(data))} index {len(names) + i} using 1:2:3:4 with "
-                         f"yerrorbars pt 7 ps 0.8 lc rgb {_quote(colour)} notitle")
+                         f"yerrorbars pt {POINTS[i % len(POINTS)]} ps 1.1 "
+                         f"lc rgb {_quote(colour)} notitle")
     if any(measured.values()):
-        # One key entry for every kernel's measured points, in the kernels' colours.
-        plots.append("NaN with yerrorbars pt 7 ps 0.8 lc rgb '#555555' title 'measured'")
+        plots.append("NaN with yerrorbars pt 7 ps 1.1 lc rgb '#555555' title 'measured'")
+    plots.append("NaN with lines lw 1 dt 3 lc rgb '#555555' title 'hand-off band'")
     xmax = max(x for pts in bands.values() for x, *_ in pts)
+    # Every bar and band edge inside the picture: a log axis has no room below zero, so
+    # a bar's lower end at or below zero is drawn to the bottom edge.
+    ys = [v for pts in bands.values() for _, lo, mid, hi in pts for v in (lo, mid, hi)
+          if v and v > 0 and math.isfinite(v)]
+    ys += [v for pts in measured.values() for _, y, lo, hi in pts for v in (y, lo, hi)
+           if v and v > 0 and math.isfinite(v)]
+    yrange = f"set yrange [{min(ys) / 2:g}:{max(ys) * 2:g}]" if ys else ""
     body = "\n".join([
         f"set title {_quote(title)}", "set xlabel 'CPUs'", f"set ylabel {_quote(ylabel)}",
-        "set logscale x 2", "set logscale y 10", f"set xrange [0.85:{xmax * 1.1:g}]",
+        "set logscale x 2", "set logscale y 10", f"set xrange [0.85:{xmax * 1.1:g}]", yrange,
         "set grid xtics ytics",
         "set format y '%.0s%c'", "set key outside right top",
         "plot " + ", \\\n  ".join(plots)])
