@@ -45,6 +45,7 @@ class Style:
     font: str = FONT
     size: tuple[int, int] | None = None  # None: the chart's own size for its content
     line_width: int = 2
+    key: str = "outside right top"  # where the legend goes
 
 
 REPORT = Style()
@@ -74,6 +75,20 @@ def _render(stem: Path, body: str, size: tuple[int, int], title: str,
     if result.returncode != 0:
         raise ChartError(f"gnuplot {gp} failed: {result.stderr.strip()[-800:]}")
     return Chart(stem.with_suffix(".png"), stem.with_suffix(".svg"), title)
+
+
+def redraw(chart: Chart, stem: Path, style: Style, title: str | None = None) -> Chart:
+    """A gnuplot chart drawn again from its own script and data with another style (a
+    slide's large type and canvas); title: a new title ("" for none)."""
+    script = chart.png.with_suffix(".gp")
+    lines = script.read_text().splitlines()
+    if not lines or not lines[0].startswith("set terminal"):
+        raise ChartError(f"{script}: not a chart script of this module")
+    body = lines[2:lines.index("unset multiplot")]
+    if title is not None:
+        body = [("unset title" if not title else f"set title {_quote(title)}")
+                if line.startswith("set title ") else line for line in body]
+    return _render(stem, "\n".join(body), style.size or (760, 440), chart.title, style)
 
 
 def _colours(kernels: list[str], all_kernels: list[str]) -> list[str]:
@@ -120,7 +135,7 @@ def lines_with_errors(stem: Path, title: str, xlabel: str, ylabel: str,
             tics += f"\nset xrange [{xs[0] - 1:g}:{xs[0] + 1:g}]"
     body = "\n".join([
         f"set title {_quote(title)}", f"set xlabel {_quote(xlabel)}",
-        f"set ylabel {_quote(ylabel)}", "set grid ytics", "set key outside right top",
+        f"set ylabel {_quote(ylabel)}", "set grid ytics", f"set key {style.key}",
         "set yrange [0:*]", "set offsets 0.2, 0.2, graph 0.1, 0", tics,
         "plot " + ", \\\n  ".join(plots)])
     return _render(stem, body, (760, 420), title, style)
@@ -161,7 +176,7 @@ def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str]
     body = [f"set multiplot layout {len(panels)},1 title {_quote(title)}",
             "set style data histogram", "set style histogram cluster gap 1",
             "set style fill solid 0.85 border -1", "set boxwidth 0.9", "set grid ytics",
-            "set key outside right top",
+            f"set key {style.key}",
             "set logscale y" if log_y else ("set yrange [0:*]" if from_zero else "set yrange [*:*]"),
             "set xtics nomirror", "set offsets 0, 0, graph 0.1, 0" if from_zero
             else "set offsets 0, 0, graph 0.1, graph 0.1"]
@@ -176,9 +191,11 @@ def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str]
         plots = [f"{_quote(str(path))} using {i + 2}:xtic(1) lc rgb {_quote(colours[i])} "
                  f"title {_quote(kernels[i])}" for i in present]
         body += [f"set ylabel {_quote(ylabel)}", "plot " + ", \\\n  ".join(plots)]
-    # Many groups: slant their names and keep the picture a picture.
+    # Many groups: slant their names (with room on the right for the last one) and keep
+    # the picture a picture.
     if len(groups) > 8:
         body.insert(1, "set xtics rotate by -35 left")
+        body.insert(1, "set rmargin 12")
     height = 200 + 230 * len(panels) + (160 if len(groups) > 8 else 0)
     width = min(MAX_WIDTH, max(760, 120 + 26 * n * max(1, len(groups))))
     return _render(stem, "\n".join(body), (width, height), title, style)
@@ -212,7 +229,7 @@ def points_with_errors(stem: Path, title: str, groups: list[str], ylabel: str,
              f"lw {style.line_width} lc rgb {_quote(c)} title {_quote(n)}"
              for i, (n, c) in enumerate(zip(names, colours))]
     body = [f"set title {_quote(title)}" if title else "unset title",
-            f"set ylabel {_quote(ylabel)}", "set grid ytics", "set key outside right top",
+            f"set ylabel {_quote(ylabel)}", "set grid ytics", f"set key {style.key}",
             f"set xrange [-0.6:{len(groups) - 0.4}]",
             "set xtics (" + ", ".join(f"{_quote(g)} {i}" for i, g in enumerate(groups)) + ")",
             "set logscale y" if log_y else "set offsets 0, 0, graph 0.08, graph 0.08"]
@@ -223,7 +240,7 @@ def points_with_errors(stem: Path, title: str, groups: list[str], ylabel: str,
         pad = (high - low) * 0.15 or abs(high) * 0.5 or 1.0
         body.append(f"set yrange [{low - pad:g}:{high + pad:g}]")
     if len(groups) > 6:
-        body.append("set xtics rotate by -35 left")
+        body += ["set xtics rotate by -35 left", "set rmargin 12"]
     for i, (y, label) in enumerate(sorted((marks or {}).items())):
         body.append(f"set arrow {i + 1} from graph 0, first {y:g} to graph 1, first {y:g} "
                     "nohead dt 2 lw 2 lc rgb '#555555' back")
@@ -236,20 +253,12 @@ def points_with_errors(stem: Path, title: str, groups: list[str], ylabel: str,
                    style)
 
 
-def lockorder_graph(stem: Path, kernel: str, observed: set[tuple[str, str]],
-                    allowed: set[tuple[str, str]], counts: dict[tuple[str, str], int]) -> Chart:
-    """The icache lock-order graph lockdep observed, by role.
-
-    Solid: observed and allowed; red: observed but not allowed by the
-    lock-order file; dashed grey: allowed, not observed in this run.
-    """
-    if not shutil.which("dot"):
-        raise ChartError("dot not found: apt-get install graphviz")
+def _order_edges(prefix: str, observed: set[tuple[str, str]], allowed: set[tuple[str, str]],
+                 counts: dict[tuple[str, str], int]) -> list[str]:
+    """dot lines of one lock-order graph; node names carry `prefix` so that several
+    graphs can share one picture."""
     nodes = sorted({r for e in observed | allowed for r in e})
-    lines = [f"digraph {_quote(kernel)} {{", f"  label={_quote(kernel)}; labelloc=t;",
-             "  rankdir=TB; node [shape=box, style=rounded, fontname=\"DejaVu Sans\"];",
-             "  edge [fontname=\"DejaVu Sans\", fontsize=9];"]
-    lines += [f"  {_quote(n)};" for n in nodes]
+    lines = [f"  {_quote(prefix + n)} [label={_quote(n)}];" for n in nodes]
     for held, taken in sorted(observed | allowed):
         count = counts.get((held, taken), 0)
         if (held, taken) in observed and (held, taken) in allowed:
@@ -258,8 +267,13 @@ def lockorder_graph(stem: Path, kernel: str, observed: set[tuple[str, str]],
             attrs = f'color=red, fontcolor=red, penwidth=2, label="not allowed ({count})"'
         else:
             attrs = "style=dashed, color=gray60"
-        lines.append(f"  {_quote(held)} -> {_quote(taken)} [{attrs}];")
-    lines.append("}")
+        lines.append(f"  {_quote(prefix + held)} -> {_quote(prefix + taken)} [{attrs}];")
+    return lines
+
+
+def _dot(stem: Path, lines: list[str]) -> None:
+    if not shutil.which("dot"):
+        raise ChartError("dot not found: apt-get install graphviz")
     dot_file = stem.with_suffix(".dot")
     dot_file.write_text("\n".join(lines) + "\n")
     for fmt in ("png", "svg"):
@@ -267,8 +281,41 @@ def lockorder_graph(stem: Path, kernel: str, observed: set[tuple[str, str]],
                                  str(dot_file)], capture_output=True, text=True)
         if result.returncode != 0:
             raise ChartError(f"dot {dot_file} failed: {result.stderr.strip()}")
+
+
+def lockorder_graph(stem: Path, kernel: str, observed: set[tuple[str, str]],
+                    allowed: set[tuple[str, str]], counts: dict[tuple[str, str], int]) -> Chart:
+    """The icache lock-order graph lockdep observed, by role.
+
+    Solid: observed and allowed; red: observed but not allowed by the
+    lock-order file; dashed grey: allowed, not observed in this run.
+    """
+    lines = [f"digraph {_quote(kernel)} {{", f"  label={_quote(kernel)}; labelloc=t;",
+             "  rankdir=TB; node [shape=box, style=rounded, fontname=\"DejaVu Sans\"];",
+             "  edge [fontname=\"DejaVu Sans\", fontsize=9];"]
+    lines += _order_edges("", observed, allowed, counts)
+    lines.append("}")
+    _dot(stem, lines)
     return Chart(stem.with_suffix(".png"), stem.with_suffix(".svg"),
                  f"{kernel}: icache lock order observed")
+
+
+def lockorder_graphs(stem: Path, graphs: dict[str, tuple[set, set, dict]],
+                     fontsize: int = 14) -> Chart:
+    """Several kernels' lock-order graphs side by side in one picture, so that they are
+    drawn at one scale; each titled once, by its kernel's name."""
+    lines = ["digraph orders {", "  rankdir=TB; newrank=true;",
+             f"  node [shape=box, style=rounded, fontname=\"DejaVu Sans\", fontsize={fontsize}];",
+             f"  edge [fontname=\"DejaVu Sans\", fontsize={fontsize - 2}];"]
+    for i, (kernel, (observed, allowed, counts)) in enumerate(graphs.items()):
+        lines += [f"  subgraph cluster_{i} {{", f"    label={_quote(kernel)}; "
+                  f"fontname=\"DejaVu Sans Bold\"; fontsize={fontsize + 4}; color=white;"]
+        lines += ["  " + line for line in _order_edges(f"{kernel}.", observed, allowed, counts)]
+        lines.append("  }")
+    lines.append("}")
+    _dot(stem, lines)
+    return Chart(stem.with_suffix(".png"), stem.with_suffix(".svg"),
+                 "icache lock order observed: " + ", ".join(graphs))
 
 
 def heatmap(stem: Path, title: str, columns: list[str], rows: list[str],

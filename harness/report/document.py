@@ -222,29 +222,31 @@ class ReportBuilder:
             return []
         lockdep = evidence.lockdep_counts(self.rows)
         sanitize = evidence.kernel_reports(self.rows, "sanitize")
-        out = [["lockdep reports (debug boots)", *[
-            f"{sum(v for (k, _, _), v in lockdep.items() if k == d)} in "
+        out = [["lockdep, debug kernels", *[
+            f"{plural(sum(v for (k, _, _), v in lockdep.items() if k == d), 'report')} in "
             f"{plural(self.boots_of_kernel(d, 'debug'), 'boot')}" for d in designs]],
-               ["lock-order violations (edges its lock-order file does not allow)", *[
+               ["lock order: edges its lock-order file does not allow", *[
                    f"{len(self.conformance.get(d, {}).get('violations', []))} of "
-                   f"{len(self.conformance.get(d, {}).get('edges', []))} class edges seen"
+                   f"{len(self.conformance.get(d, {}).get('edges', []))} edges seen"
                    if d in self.conformance else "no debug boot" for d in designs]]]
         if sanitize:
-            out.append(["sanitizer reports (KASAN, list, object, RCU debugging)", *[
-                f"{sum(n for (k, _, _), kinds in sanitize.items() if k == d for n in kinds.values())}"
+            out.append(["sanitizers: KASAN, list, object and RCU debugging", *[
+                f"{plural(sum(n for (k, _, _), kinds in sanitize.items() if k == d for n in kinds.values()), 'report')}"
                 f" in {plural(self.boots_of_kernel(d, 'sanitize'), 'boot')}" for d in designs]])
-        out.append(["soak (random mixes)", *["not recorded with this run" for _ in designs]])
+        out.append(["soak: random mixes", *["not recorded with this run" for _ in designs]])
         costs = {c.name: c for c in code_cost.costs(self.layout, self.run_dir, self.manifest,
                                                     self.conformance)}
         if all(d in costs for d in designs):
-            out.append(["code (its own patches)", *[
-                f"{plural(len(costs[d].patches), 'patch', 'patches')}, "
-                f"+{costs[d].review('added')}/-{costs[d].review('removed')} lines, "
-                f"{len([f for f in costs[d].files if f not in code_cost.CORE_FILES])} files "
-                "outside inode.c and fs.h" for d in designs]])
-            out.append(["retry machinery (the kernel against 6.1)", *[
-                f"{costs[d].tree('trylocks'):+d} trylocks, {costs[d].tree('retry_jumps'):+d} "
-                f"retry jumps, {costs[d].tree('cpu_relax'):+d} cpu_relax()" for d in designs]])
+            c = [costs[d] for d in designs]
+            out += [["code: patches of its own", *[str(len(x.patches)) for x in c]],
+                    ["code: lines added / removed", *[f"+{x.review('added')} / "
+                                                      f"-{x.review('removed')}" for x in c]],
+                    ["code: files beyond fs/inode.c and fs.h", *[
+                        str(len([f for f in x.files if f not in code_cost.CORE_FILES]))
+                        for x in c]],
+                    ["retry machinery: trylock sites, retry jumps, cpu_relax()", *[
+                        f"{x.tree('trylocks'):+d}, {x.tree('retry_jumps'):+d}, "
+                        f"{x.tree('cpu_relax'):+d}" for x in c]]]
         return out
 
     def duel_context(self) -> duel_section.Context:

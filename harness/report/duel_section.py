@@ -367,8 +367,8 @@ def _cannot(ctx: Context) -> str:
         t = duel.KindTally("prediction", predicted)
         parts[-1] += (f"; the queueing model, a prediction, puts them within "
                       f"{pct_abs(duel.PREDICTION_SAME_WITHIN)} of each other at "
-                      f"{duel.PREDICTION_CPUS} CPUs in {len(t.level)} of {len(predicted)} "
-                      "cases")
+                      f"{duel.PREDICTION_CPUS} CPUs in {len(t.level)} of "
+                      f"{plural(len(predicted), 'case')}")
     timed = [e for e in ctx.entries if e.kind == "timed" and math.isfinite(e.detectable)]
     if timed:
         reach = sorted(e.detectable for e in timed)
