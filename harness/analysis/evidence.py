@@ -77,6 +77,7 @@ class Verdict:
     # kernel -> the values summarised, one per boot (the rank test reads them)
     values: dict[str, list[float]] = field(default_factory=dict)
     procs: int = 0  # workers (0: as many as vCPUs)
+    stalled: frozenset[str] = frozenset()  # kernels with a boot that stalled (-icount)
 
     @property
     def winner(self) -> str:
@@ -121,7 +122,8 @@ class Verdict:
         elif c.candidate.n < 2 or c.baseline.n < 2:
             return "unclaimed"
         elif self.evidence == "icount":
-            if rerun_rule and self.spread is None:
+            if rerun_rule and (self.spread is None or {kernel, against or self.baseline}
+                               & self.stalled):
                 return "unclaimed"
             decided = c.significant and (not rerun_rule or self.beyond_rerun(c))
         else:
@@ -134,6 +136,9 @@ class Verdict:
         c = self.comparison(kernel, against)
         if c is None or c.candidate.n < 2 or c.baseline.n < 2:
             return "one boot on a side, no interval"
+        stalled = sorted({kernel, against or self.baseline} & self.stalled)
+        if stalled:
+            return f"a boot of {' and '.join(stalled)} stalled (rerun it)"
         return "its rerun spread was never measured"
 
     def rank(self, kernel: str) -> stats.RankTest | None:
@@ -322,12 +327,13 @@ def verdicts(rows: list[Row], baseline: str, kernel_order: list[str] | None = No
     cpus_timed = sorted({r.cpus for r in rows if r.flavour == "perf" and r.mode == mode})
 
     def add(case: Case, kind: str, cpus: int, unit: str, higher: bool,
-            values: dict[str, list[float]], case_spread=None) -> None:
+            values: dict[str, list[float]], case_spread=None,
+            stalled: frozenset[str] = frozenset()) -> None:
         if values:
             ordered = _ordered(values, kernel_order)
             out.append(Verdict(case, kind, cpus, unit, higher,
                                {k: stats.summarize(v) for k, v in ordered.items()},
-                               baseline, case_spread, ordered))
+                               baseline, case_spread, ordered, stalled=stalled))
 
     for case in cases(rows):
         for cpus in cpus_debug[:1]:
@@ -335,7 +341,8 @@ def verdicts(rows: list[Row], baseline: str, kernel_order: list[str] | None = No
                 acquisition_values(rows, case, cpus))
         values, unit = throughput_values(rows, case, "tcg-icount", 1)
         add(case, "icount", 1, unit, True, values,
-            spread.cases.get(case.label) if spread else None)
+            spread.cases.get(case.label) if spread else None,
+            frozenset(b.kernel for b in stalled_boots(rows, case)))
         for cpus in cpus_timed:
             values, unit = throughput_values(rows, case, mode, cpus)
             add(case, "tcg", cpus, unit, True, values)
@@ -513,3 +520,39 @@ def cross_case(rows: list[Row], kernel: str, against: str,
     return CrossCase(kernel, against, wins, len(ratios), stats.sign_test(wins, len(ratios)),
                      statistics.median(ratios), len(icount), apart,
                      statistics.median(abs(c) for c in changes) if changes else math.nan)
+
+
+# A boot of an -icount case stalled when its rate falls this far below the median of
+# every boot of the case while its median operation takes no longer: one operation
+# waited (on I/O, with the virtual clock running), the code did not change.
+STALL_DROP = 0.05
+
+
+@dataclass(frozen=True)
+class Stall:
+    kernel: str
+    repetition: int
+    drop: float  # its rate against the case's median rate, minus 1
+    slowest_ns: float  # its slowest operation
+
+
+def stalled_boots(rows: list[Row], case: Case, mode: str = "tcg-icount") -> list[Stall]:
+    """The boots of a 1-vCPU case whose rate a stall of their own pulled down."""
+    figures: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
+    for r in _ok(rows):
+        if (r.flavour == "perf" and r.mode == mode and r.cpus == 1 and not r.lock
+                and _in_case(r, case) and r.metric in ("throughput", "p50_ns", "max_ns")):
+            figures[r.kernel, r.repetition][r.metric] = r.value
+    boots = {k: f for k, f in figures.items() if "throughput" in f}
+    if len(boots) < 3:
+        return []
+    rate = statistics.median(f["throughput"] for f in boots.values())
+    medians = [f["p50_ns"] for f in boots.values() if "p50_ns" in f]
+    typical = statistics.median(medians) if medians else None
+    out = []
+    for (kernel, rep), f in sorted(boots.items()):
+        drop = f["throughput"] / rate - 1
+        same_median = typical is None or f.get("p50_ns", typical) <= typical * (1 + STALL_DROP)
+        if drop < -STALL_DROP and same_median:
+            out.append(Stall(kernel, rep, drop, f.get("max_ns", math.nan)))
+    return out

@@ -232,7 +232,8 @@ def points_with_errors(stem: Path, title: str, groups: list[str], ylabel: str,
             f"set ylabel {_quote(ylabel)}", "set grid ytics", f"set key {style.key}",
             f"set xrange [-0.6:{len(groups) - 0.4}]",
             "set xtics (" + ", ".join(f"{_quote(g)} {i}" for i, g in enumerate(groups)) + ")",
-            "set logscale y" if log_y else "set offsets 0, 0, graph 0.08, graph 0.08"]
+            "set logscale y\nset format y '%.0s%c'" if log_y
+            else "set offsets 0, 0, graph 0.08, graph 0.08"]
     if clip:
         ys = [y for pts in series.values() for y, _, _ in pts.values() if math.isfinite(y)]
         ys += list((marks or {}).keys())

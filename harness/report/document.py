@@ -497,9 +497,11 @@ class ReportBuilder:
     def icount_section(self) -> None:
         cases = evidence.cases(self.rows)
         changes: dict[str, dict[str, tuple[float, float, float]]] = {}
-        table = []
+        table, stalls = [], []
         for case in cases:
             summaries, unit = evidence.throughput(self.rows, case, "tcg-icount", 1)
+            stalled = evidence.stalled_boots(self.rows, case)
+            stalls += [(case, s) for s in stalled]
             base = summaries.get(self.baseline)
             for kernel, s in summaries.items():
                 ratio = stats.ratio(s, base) if base and kernel != self.baseline else None
@@ -511,7 +513,9 @@ class ReportBuilder:
                               (f"{pct(s.mean / base.mean - 1)}"
                                + (f" ({pct(ratio.low - 1)} to {pct(ratio.high - 1)})"
                                   if ratio else "")) if base and kernel != self.baseline
-                              else "", str(s.n),
+                              else "", str(s.n) + "".join(
+                                  f" (repetition {x.repetition} stalled)" for x in stalled
+                                  if x.kernel == kernel),
                               "n/a" if math.isnan(s.cov) else f"{fmt(s.cov * 100, 2)}%"])
         if not table:
             return
@@ -536,6 +540,16 @@ class ReportBuilder:
                                                  "of them)"))
         self.blocks.append(Table(["workload", "kernel", "rate", f"change against "
                                   f"{self.baseline} (95% interval)", "boots", "CoV"], table))
+        if stalls:
+            self.blocks.append(Para(
+                f"Stalled boots: a boot whose rate is more than "
+                f"{pct_abs(evidence.STALL_DROP)} below the median of every boot of its case "
+                "while its median operation is no slower: one operation waited (I/O under "
+                "-icount lets the virtual clock run on), the code did not change. A "
+                "comparison with such a boot is not claimed; the boot wants a rerun. "
+                + "; ".join(f"{case.label}: {x.kernel} repetition {x.repetition} "
+                            f"{pct(x.drop)}, slowest operation {fmt(x.slowest_ns / 1e6, 2)} ms"
+                            for case, x in stalls) + "."))
         self.rerun_subsection()
 
     def rerun_subsection(self) -> None:

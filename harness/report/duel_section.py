@@ -303,7 +303,8 @@ def _largest(ctx: Context) -> str:
     e = max(found, key=lambda e: abs(math.log(e.ratio)))  # type: ignore[arg-type]
     text = (f"The largest: {e.case.label} at {e.detail}, {SECOND}'s throughput "
             f"{change_text(e.ratio)} of {FIRST}'s (95% interval "
-            f"{change_text(e.low)} to {change_text(e.high)}; {e.rule})")
+            f"{change_text(e.low)} to {change_text(e.high)}"
+            + (f"; separated by the {e.rule})" if e.rule != "interval" else ")"))
     if e.behind_alone():
         text += f", every {e.behind} boot below every boot of the other kernels"
     latency = [x for x in ctx.entries if x.kind == "latency" and x.case == e.case

@@ -130,12 +130,16 @@ class Deck:
                          str(len(t.level) + len(t.unclaimed)) + f" of {len(t.entries)}",
                          span_text(apart) if apart else ""])
         cores = self.report.manifest["host"]["cpus"]
+        notes = [duel_section._largest(self.ctx).split(". ")[0]]
+        flagged = [e for e in self.ctx.entries if self.ctx.confounded(e)]
+        if flagged:
+            notes.append(f"Not counted: {plural(len(flagged), 'timed win')} of "
+                         f"{flagged[0].ahead}, whose timings the cross-case check flags")
         return Page(f"Answer: on what this run measured, {duel_section.verdict(self.ctx)}; "
                     f"beyond {cores} CPUs it cannot say", [
             Grid(["measured", f"{FIRST} ahead", f"{SECOND} ahead", "neither",
                   f"{SECOND} / {FIRST} where apart"], rows, size=28),
-            Text(_first_sentence(duel_section._cannot(self.ctx)), size=SMALL_PX,
-                 colour="#444444"),
+            Bullets([n for n in notes if n], size=SMALL_PX),
         ], self.footer)
 
     def orders(self) -> Page:
@@ -401,10 +405,6 @@ class Deck:
         return [self.question(), self.answer(), self.orders(), self.traffic(),
                 self.sections(), self.retries(), self.single_thread(), self.timed(),
                 self.artefact(), self.scaling(), self.record(), self.change()]
-
-
-def _first_sentence(text: str) -> str:
-    return text.split("; ")[0] + "."
 
 
 def write(layout: Layout, run_dir: Path, baseline: str | None = None) -> Path:

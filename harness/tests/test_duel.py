@@ -100,3 +100,16 @@ def test_the_cross_case_check_flags_chinners_timings():
     assert not evidence.cross_case(rows, "base", "mainline").flagged
     assert not evidence.cross_case(rows, "mainline", "chinner").flagged
     assert stats.sign_test(16, 37) > 0.5
+
+
+def test_a_boot_that_stalled_decides_nothing():
+    rows = tidy.read(DATA / "icount-fstree-xfs.tsv")
+    walk = evidence.Case("fstree", "xfs", "walk")
+    stalls = {(s.kernel, s.repetition): s for s in evidence.stalled_boots(rows, walk)}
+    chinner = stalls["chinner", 2]
+    assert chinner.drop == pytest.approx(-0.63, abs=0.01)
+    assert chinner.slowest_ns == pytest.approx(206.6e6, rel=1e-3)
+    assert ("mainline", 1) not in stalls and ("piggin", 2) not in stalls
+    (v,) = [v for v in evidence.verdicts(rows, "mainline") if v.case == walk]
+    assert v.outcome("chinner") == "unclaimed"
+    assert v.unclaimed_reason("chinner") == "a boot of chinner stalled (rerun it)"
