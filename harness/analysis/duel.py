@@ -125,6 +125,9 @@ def _from_verdict(v: evidence.Verdict, kind: str, detail: str, note: str = "") -
         rule = "interval and rerun floor"
     if outcome == "unclaimed":
         note = note or v.unclaimed_reason(SECOND, FIRST)
+    elif v.identical:
+        note = note or ("every boot of every kernel gave the same figure: below the "
+                        "measurement's resolution")
     return Entry(v.case, kind, detail, v.unit, not v.higher_is_better,
                  {k: s for k, s in v.summaries.items() if k in (FIRST, SECOND) + REFERENCES},
                  ratio, r.low if r else None, r.high if r else None,

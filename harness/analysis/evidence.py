@@ -183,7 +183,7 @@ class Verdict:
         the exact tolerance, the -icount rerun floor (or the intervals' reach), or the
         width of a timed ratio's interval."""
         c = self.comparison(kernel, against)
-        if c is None:
+        if c is None or self.identical:
             return math.nan
         if self.evidence == "exact":
             base = max(c.baseline.mean, c.candidate.mean)
@@ -191,6 +191,14 @@ class Verdict:
         reach = c.detectable
         floor = self.min_effect(c) if self.evidence == "icount" else None
         return max(reach, floor) if floor is not None else reach
+
+    @property
+    def identical(self) -> bool:
+        """Every boot of every kernel gave the same figure: the measurement's resolution
+        (a clock in milliseconds, say) hides any difference, so it shows none."""
+        found = {v for vs in self.values.values() for v in vs}
+        return self.evidence != "exact" and len(found) == 1 and \
+            sum(len(vs) for vs in self.values.values()) > 2
 
     @property
     def decided(self) -> bool:

@@ -97,13 +97,17 @@ def interval(low: float | None, high: float | None, digits: int = 2) -> str:
     return f"exactly {a}" if a == b else f"{a}-{b}"
 
 
+def pct_range(low: float, high: float) -> str:
+    """"-5.5% to +4.4%", or one figure when both ends read the same."""
+    a, b = pct(low), pct(high)
+    return a if a == b else f"{a} to {b}"
+
+
 def outcome_cell(changes: list[float]) -> str:
     """How many cases, and the range of their changes."""
     if not changes:
         return "0"
-    low, high = min(changes), max(changes)
-    spread = pct(low) if pct(low) == pct(high) else f"{pct(low)} to {pct(high)}"
-    return f"{len(changes)} ({spread})"
+    return f"{len(changes)} ({pct_range(min(changes), max(changes))})"
 
 
 def plural(n: int, noun: str, nouns: str | None = None) -> str:

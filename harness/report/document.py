@@ -23,7 +23,7 @@ from harness.report import (charts, code_cost, code_cost_section, duel_section, 
                            scaling_section)
 from harness.report.blocks import (Block, Bullets, ChartBlock, ChartRow, Heading,  # noqa: F401
                                    Para, Table, fmt, interval, outcome_cell, pct,
-                                   pct_abs, plural)
+                                   pct_abs, pct_range, plural)
 from harness.analysis import scaling_inputs
 from harness.run import matrix, tidy
 from harness.layout import Layout, slug
@@ -511,8 +511,9 @@ class ReportBuilder:
                         (ratio.high - 1) * 100)
                 table.append([case.label, kernel, f"{fmt(s.mean, 4)} {unit}",
                               (f"{pct(s.mean / base.mean - 1)}"
-                               + (f" ({pct(ratio.low - 1)} to {pct(ratio.high - 1)})"
-                                  if ratio else "")) if base and kernel != self.baseline
+                               + (f" ({pct_range(ratio.low - 1, ratio.high - 1)})"
+                                  if ratio and pct(ratio.low - 1) != pct(ratio.high - 1)
+                                  else "")) if base and kernel != self.baseline
                               else "", str(s.n) + "".join(
                                   f" (repetition {x.repetition} stalled)" for x in stalled
                                   if x.kernel == kernel),
@@ -608,7 +609,7 @@ class ReportBuilder:
                          pct(spread.relative_sd).lstrip("+") if spread else "not measured",
                          share(spread.same_image_sd) if spread else "",
                          share(spread.fresh_image_sd) if spread else "",
-                         f"{pct(spread.low)} to {pct(spread.high)}" if spread else "",
+                         pct_range(spread.low, spread.high) if spread else "",
                          "n/a" if math.isnan(floor) else pct(floor).lstrip("+"),
                          "; ".join(changed) or ("none" if spread else "no claim: "
                                                 "spread not measured")])

@@ -102,6 +102,8 @@ def ahead_text(e: duel.Entry, ctx: Context) -> str:
             return f"neither: within the model's {pct_abs(e.detectable)}"
         if e.kind == "contention" and e.ratio is None:
             return "neither (no contention)"
+        if e.note and not math.isfinite(e.detectable):
+            return f"neither: {e.note}"
         reach = f"; could show {pct_abs(e.detectable)} or more" \
             if math.isfinite(e.detectable) else ""
         return f"neither{reach}"
@@ -118,7 +120,7 @@ def span_text(ratios: list[float]) -> str:
     if not ratios:
         return "none"
     low, high = min(ratios), max(ratios)
-    if low == high:
+    if change_text(low) == change_text(high):
         return change_text(low)
     if high >= 2 or low <= 0.5:
         return f"{times(low)} to {times(high)}"
@@ -265,8 +267,18 @@ def verdict(ctx: Context) -> str:
 
 
 def counted(found: list[duel.Entry]) -> str:
+    """Claims by kind, and how many of them one workload case holds (one cause, counted
+    once per vCPU count and per kind)."""
     kinds = dict.fromkeys(e.kind for e in found)
-    return ", ".join(f"{SHORT[k]} {len([e for e in found if e.kind == k])}" for k in kinds)
+    text = ", ".join(f"{SHORT[k]} {len([e for e in found if e.kind == k])}" for k in kinds)
+    cases: dict[evidence.Case, int] = {}
+    for e in found:
+        cases[e.case] = cases.get(e.case, 0) + 1
+    busy = [(n, c) for c, n in cases.items() if n > 1]
+    if busy:
+        n, case = max(busy, key=lambda x: x[0])
+        text += f"; {n} of them on {case.label}"
+    return text
 
 
 def answer(ctx: Context) -> list[str]:

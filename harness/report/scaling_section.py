@@ -256,7 +256,7 @@ class Section:
                              f"{prediction.at(AT_CPUS).utilization.get(name, 0.0) * 100:.0f}%"
                              if name else "-",
                              str(half) if half else f"never (to {MAX_CPUS})",
-                             f"{_num(mid)} ({_num(low)}-{_num(high)})", versus])
+                             f"{_num(mid)} ({doc.interval(low, high, 3)})", versus])
             if rows:
                 out.append(doc.Para(f"**{kernel}**"))
                 out.append(doc.Table(["workload", "capping lock (scope)",
