@@ -15,15 +15,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Kinds, in the order the report lists them: what one increment means.
+# The kinds' names are those of the tidy rows' units (harness/retries.py on the
+# duel-workloads branch: "trylock-retry per open").
 KINDS = {
     "trylock-retry": "a trylock failed; the locks held were dropped and the walk or lookup "
                      "tried again",
-    "trylock-skip": "a trylock failed; the inode was skipped, nothing retried",
+    "skip": "a trylock failed; the inode was skipped, nothing retried",
     "relock": "a lock dropped and re-taken, counted every time, whether or not anything "
               "changed meanwhile",
-    "recheck": "a re-check after re-taking a lock found the state changed; the operation "
-               "was retried",
+    "re-check": "after a lock was dropped the state had changed, or had to be made to "
+                "change; the operation went round again",
     "wait": "the task slept until something else finished",
+    "restart": "a walk dropped its lock to reschedule and began again from the head",
     "unknown": "not described here: read the series' patch that adds it",
 }
 
@@ -78,25 +81,25 @@ COUNTERS = {c.name: c for c in [
     Counter("wb_list_relock", "chinner", "relock",
             "locked_inode_to_wb_and_lock_list(): i_lock dropped to take wb->list_lock, which "
             "nests outside it"),
-    Counter("recheck_wb_changed", "chinner", "recheck",
+    Counter("recheck_wb_changed", "chinner", "re-check",
             "the same with cgroup writeback: the inode's wb changed while i_lock was dropped"),
     Counter("iput_final_relock", "chinner", "relock",
             "iput_final(): i_lock dropped for write_inode_now() and re-taken"),
-    Counter("lru_isolate_retry", "chinner", "relock",
+    Counter("lru_isolate_retry", "chinner", "re-check",
             "inode_lru_isolate(): LRU lock and i_lock dropped to strip an inode's pages, the "
             "walk retried"),
-    Counter("sb_walk_restart", "chinner", "relock",
+    Counter("sb_walk_restart", "chinner", "restart",
             "evict_inodes(), invalidate_inodes(): the sb list lock dropped to reschedule, the "
             "walk restarted"),
-    Counter("lru_isolate_skip", "chinner", "trylock-skip",
+    Counter("lru_isolate_skip", "chinner", "skip",
             "inode_lru_isolate(): i_lock busy under the LRU lock, the inode skipped"),
     Counter("hash_wait_freeing", "chinner", "wait",
             "find_inode(), find_inode_fast(): the inode found was being freed; slept, walked "
             "the chain again"),
-    Counter("hash_insert_race", "chinner", "recheck",
+    Counter("hash_insert_race", "chinner", "re-check",
             "iget_locked(), iget5_locked(): another task inserted the inode first; ours "
             "destroyed"),
-    Counter("hash_unhashed_retry", "chinner", "recheck",
+    Counter("hash_unhashed_retry", "chinner", "re-check",
             "the I_NEW inode waited for was unhashed meanwhile; looked up again"),
 ]}
 
