@@ -97,6 +97,16 @@ def interval(low: float | None, high: float | None, digits: int = 2) -> str:
     return f"exactly {a}" if a == b else f"{a}-{b}"
 
 
+def reach_text(values: list[float]) -> str:
+    """The smallest differences comparisons could show: their median, and the best."""
+    found = sorted(v for v in values if math.isfinite(v))
+    if not found:
+        return "n/a"
+    median = found[len(found) // 2]
+    return pct_abs(median) + ("" if pct_abs(found[0]) == pct_abs(median)
+                             else f" (best {pct_abs(found[0])})")
+
+
 def pct_range(low: float, high: float) -> str:
     """"-5.5% to +4.4%", or one figure when both ends read the same."""
     a, b = pct(low), pct(high)

@@ -23,7 +23,7 @@ from harness.report import (charts, code_cost, code_cost_section, duel_section, 
                            scaling_section)
 from harness.report.blocks import (Block, Bullets, ChartBlock, ChartRow, Heading,  # noqa: F401
                                    Para, Table, fmt, interval, outcome_cell, pct,
-                                   pct_abs, pct_range, plural)
+                                   pct_abs, pct_range, plural, reach_text)
 from harness.analysis import scaling_inputs
 from harness.run import matrix, tidy
 from harness.layout import Layout, slug
@@ -135,17 +135,13 @@ def glance_table(verdicts: list[evidence.Verdict], kernels: list[str]) -> Table 
                                    evidence_order.index(t.evidence), t.cpus)):
         kind = EVIDENCE_SHORT[t.evidence] + (f", {t.cpus} vCPU" if t.evidence != "icount"
                                                  else "")
-        reach = [d for d in t.detectable if math.isfinite(d)]
         out.append([t.kernel, kind, outcome_cell(t.better), outcome_cell(t.even),
-                    outcome_cell(t.worse), str(t.unclaimed),
-                    (pct_abs(min(reach)) if pct_abs(min(reach)) == pct_abs(max(reach))
-                     else f"{pct_abs(min(reach))} to {pct_abs(max(reach))}") if reach
-                    else "n/a"])
+                    outcome_cell(t.worse), str(t.unclaimed), reach_text(t.detectable)])
     if not out:
         return None
     return Table(["kernel", "evidence (measured)", "better: cases (change)",
                   "the same or inside the noise: cases (change)", "worse: cases (change)",
-                  "no claim", "smallest difference it could show"], out)
+                  "no claim", "smallest difference it could show (median)"], out)
 
 
 def prediction_table(rows: list[list[str]]) -> Table | None:
@@ -337,6 +333,16 @@ class ReportBuilder:
                 f"the range of the changes (for lock acquisitions, a negative change is "
                 f"better) and the smallest difference each comparison could have shown."))
             self.blocks.append(glance)
+        flagged = [c for a in self.kernels if a != self.baseline
+                   for c in [evidence.cross_case(self.rows, a, self.baseline, self.spread)]
+                   if c and c.flagged]
+        for c in flagged:
+            self.blocks.append(Para(
+                f"**{c.kernel}'s timed figures are flagged** by the cross-case check: higher "
+                f"than {c.against}'s in {c.wins} of {c.cells} timed cells (sign test p = "
+                f"{c.p:.2g}) while -icount puts their instructions {pct_abs(c.icount_median)} "
+                f"apart (median): its timed 'better' cases above may be how this host runs "
+                "it, not its code."))
         predicted = prediction_table(self.scaling.glance_rows())
         if predicted:
             self.blocks.append(Para(
@@ -381,7 +387,7 @@ class ReportBuilder:
         caption = (f"Icache lock acquisitions per operation, debug kernels at {cpus} vCPU "
                    "(exact counts): the locks inodes share, and each inode's own i_lock")
         if hidden:
-            caption += (f"; not drawn, below {fmt(evidence.EXACT_FLOOR)}/op in every kernel: "
+            caption += (f"; not drawn, below {fmt(evidence.EXACT_FLOOR, 1)}/op in every kernel: "
                         + ", ".join(v.case.label for v in hidden))
         return ChartBlock(chart, caption)
 
@@ -694,10 +700,10 @@ class ReportBuilder:
         else:
             cases = sorted({(w, fs) for (_, w, fs) in counts})
             self.blocks.append(Para(
-                f"0 lockdep reports: every debug boot of {', '.join(kernels)} ran every step "
-                f"of its {plural(len(cases), 'workload case')} with lockdep on to the end "
-                "(" + ", ".join(f"{k} {plural(self.boots_of_kernel(k, 'debug'), 'boot')}"
-                                for k in kernels) + ")."))
+                f"0 lockdep reports in the debug boots of {', '.join(kernels)} ("
+                + ", ".join(f"{k} {plural(self.boots_of_kernel(k, 'debug'), 'boot')}"
+                            for k in kernels)
+                + f") over {plural(len(cases), 'workload case')}."))
         found = [(b["directory"], r) for b in boots_of(self.manifest) for r in b["reports"]]
         if found:
             self.blocks.append(Table(["boot", "kind", "title"],

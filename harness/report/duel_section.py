@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from harness.analysis import duel, evidence, retry_counters, stats
 from harness.analysis.duel import FIRST, SECOND
-from harness.report.blocks import Block, Heading, Para, Table, fmt, pct, pct_abs, plural, times
+from harness.report.blocks import (Block, Heading, Para, Table, fmt, pct, pct_abs, plural,
+                                   reach_text, times)
 
 # What each kind of evidence is, in a few words, and whether it is a cost the user pays
 # (decides) or a mechanism that explains one.
@@ -125,16 +126,6 @@ def span_text(ratios: list[float]) -> str:
     if high >= 2 or low <= 0.5:
         return f"{times(low)} to {times(high)}"
     return f"{pct(low - 1)} to {pct(high - 1)}"
-
-
-def reach_text(values: list[float]) -> str:
-    """The smallest difference comparisons could show: the median, and the best."""
-    found = sorted(v for v in values if math.isfinite(v))
-    if not found:
-        return "n/a"
-    median = found[len(found) // 2]
-    return pct_abs(median) + ("" if pct_abs(found[0]) == pct_abs(median)
-                             else f" (best {pct_abs(found[0])})")
 
 
 def glance_measured(ctx: Context) -> Table:

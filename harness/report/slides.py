@@ -261,7 +261,7 @@ class Deck:
                  + (f", by {span_text([e.ratio for e in apart if e.ratio])}" if apart else ""))
         return Page(title, [Picture([self.picture(chart)], [
             f"{SECOND} against {FIRST}, 95% interval" + (
-                f"; not drawn: {plural(unmeasured, 'case')} without a rerun spread"
+                f"; not drawn: {plural(unmeasured, 'case')} with no claim (see the report)"
                 if unmeasured else "")], text_px=CHART_PX)], self.footer)
 
     def timed(self) -> Page:
@@ -303,7 +303,8 @@ class Deck:
         rows = [[c.kernel, c.against, f"{c.wins} of {c.cells}", f"{c.p:.2g}",
                  change_text(c.median_ratio), pct_abs(c.icount_median)] for c in flagged]
         return Page(f"Under TCG {top.kernel} outruns {top.against} in {top.wins} of {top.cells}"
-                    f" timed cells with the same instruction counts: not its code", [
+                    f" timed cells while -icount counts the same instructions: its timed wins "
+                    "are set aside", [
                         Grid(["kernel", "against", "higher mean", "sign test p",
                               "median change", "-icount apart (median)"], rows, size=28),
                         Text(f"{top.kernel}'s timed wins therefore count for nothing unless the "
@@ -379,14 +380,16 @@ class Deck:
         items = [f"A host with many cores and KVM: contention beyond "
                  f"{self.report.manifest['host']['cpus']} CPUs is only predicted here, and the "
                  "model cannot tell the designs apart"]
-        silent = [c for c in retry_counters.COUNTERS.values() if c.series == SECOND
-                  and c.kind == "trylock-retry" and not any(
-                      name == c.name for e in self.entries("retries")
-                      for name, _ in e.counters.get(SECOND, []))]
+        counted = {c for cpus in {r.cpus for r in self.report.rows if r.flavour == "debug"}
+                   for (k, _, c) in evidence.retries(self.report.rows, cpus) if k == SECOND}
+        fired = {name for e in self.entries("retries") for name, _ in e.counters.get(SECOND, [])}
+        silent = [c for c in sorted(counted - fired)
+                  if retry_counters.describe(c, SECOND).kind == "trylock-retry"]
         if silent:
             items.append(f"Workloads that make {SECOND}'s trylock loops fail: "
-                         f"{plural(len(silent), 'counter')} of its retry loops never fired "
-                         "here (hot inodes, walkers against the hot path, crowded hash chains)")
+                         f"{len(silent)} of its {plural(len(counted), 'retry counter')} never "
+                         "fired here (hot inodes, walkers against the hot path, crowded hash "
+                         "chains)")
         largest = duel_section._largest(self.ctx)
         if "counter" in largest:
             name = largest.split("counter ")[1].split()[0]
@@ -395,7 +398,12 @@ class Deck:
         for c in self.ctx.flagged[:1]:
             items.append(f"The cause of {c.kernel}'s TCG timing lead over {c.against}, found "
                          "and removed")
-        unmeasured = [e for e in self.entries("icount") if e.ahead == "?"]
+        unmeasured = [e for e in self.entries("icount") if e.ahead == "?"
+                      and "never measured" in e.note]
+        stalled = [e for e in self.entries("icount") if "stalled" in e.note]
+        if stalled:
+            items.append(f"Reruns of the stalled -icount boots "
+                         f"({plural(len(stalled), 'case')} where a boot of its own stalled)")
         if unmeasured:
             items.append(f"An -icount rerun spread for the {plural(len(unmeasured), 'case')} "
                          "where none was measured")
