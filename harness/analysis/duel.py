@@ -16,6 +16,9 @@ Kinds of evidence, in the order the report gives them:
               perf kernels, no lockdep)
   retries     retries per operation, per counter and kind (debug kernels);
               the two series count different things, never compared as one
+  price       guest instructions spent in failed trylock loops per operation
+              (tcg-cs on several vCPUs round robin, rows
+              trylock_retry_instructions_per_op.SITE): what the retries cost
   contention  contended shared-lock acquisitions per operation at 2 vCPUs or
               more (debug kernels, whose lockdep lengthens every section)
   icount      single-thread rate at 1 vCPU under -icount
@@ -55,6 +58,7 @@ KINDS = {
     "per_inode": "i_lock acquisitions/op (exact, debug kernels)",
     "cs": "instructions per shared-lock critical section (tcg-cs, perf kernels)",
     "retries": "retries/op by counter (debug kernels; kinds differ, never compared)",
+    "price": "instructions in failed trylock loops per op (tcg-cs, vCPUs round robin)",
     "contention": "contended shared-lock acquisitions/op (debug kernels, lockdep slows "
                   "every section)",
     "icount": "single-thread rate, 1 vCPU -icount",
@@ -206,6 +210,47 @@ def _retries(rows: list[Row], case: Case, cpus: int) -> Entry | None:
                  counters=counters)
 
 
+PRICE_METRIC = "trylock_retry_instructions_per_op."
+
+
+def price_per_boot(rows: list[Row], case: Case, cpus: int) -> dict[str, list[float]]:
+    """Per kernel: instructions its failed trylock loops spent per operation, summed over
+    trylock sites and roles (one unit, instructions), one value per round-robin boot."""
+    per_boot: dict[tuple[str, str], float] = defaultdict(float)
+    for r in evidence._ok(rows):
+        if r.metric.startswith(PRICE_METRIC) and r.cpus == cpus and evidence._in_case(r, case):
+            per_boot[r.kernel, r.cell] += r.value
+    cells = {(r.kernel, r.cell) for r in evidence._ok(rows) if r.cpus == cpus
+             and r.mode.startswith("tcg-cs") and evidence._in_case(r, case)}
+    out: dict[str, list[float]] = defaultdict(list)
+    for kernel, cell in sorted(cells):
+        out[kernel].append(per_boot.get((kernel, cell), 0.0))  # no failed trylock: 0
+    return dict(out)
+
+
+def _price(rows: list[Row], case: Case, cpus: int, order: list[str]) -> Entry | None:
+    values = price_per_boot(rows, case, cpus)
+    if FIRST not in values or SECOND not in values or not any(
+            v for k in (FIRST, SECOND) for v in values[k]):
+        return None
+    ordered = evidence._ordered(values, order)
+    summaries = {k: stats.summarize(v) for k, v in ordered.items()}
+    c = stats.Comparison(summaries[SECOND], summaries[FIRST])
+    apart = c.significant
+    ahead = "" if not apart else (SECOND if c.change < 0 else FIRST)
+    if min(len(values[FIRST]), len(values[SECOND])) < 2:
+        ahead = "?"
+    r = c.ratio
+    first = summaries[FIRST].mean
+    return Entry(case, "price", f"{cpus} vCPUs", "instructions/op", True,
+                 {k: s for k, s in summaries.items() if k in (FIRST, SECOND) + REFERENCES},
+                 summaries[SECOND].mean / first if first else math.inf,
+                 r.low if r else None, r.high if r else None, ahead,
+                 "interval" if apart else "", c.detectable if first else math.nan,
+                 "one boot on a side, no interval" if ahead == "?" else "",
+                 values=ordered)
+
+
 def contention_counts(rows: list[Row], case: Case, cpus: int,
                       roles: tuple[str, ...]) -> dict[str, tuple[int, float]]:
     """Per kernel: contended acquisitions of `roles` and operations, summed over its
@@ -325,6 +370,7 @@ def entries(rows: list[Row], kernels: list[str], spread: rerun.RerunSpread | Non
     # holders, not the design: counted only where the vCPUs had cores of their own.
     uncrowded = sorted({r.cpus for r in rows if r.flavour == "debug"
                         and not r.mode.endswith(OVERSUBSCRIBED)})
+    price_cpus = sorted({r.cpus for r in rows if r.metric.startswith(PRICE_METRIC)})
     icount = {v.case: v for v in evidence.verdicts(rows, FIRST, order, spread)
               if v.evidence == "icount"}
     found = predictions(scaling_json)
@@ -338,6 +384,7 @@ def entries(rows: list[Row], kernels: list[str], spread: rerun.RerunSpread | Non
                                      order))
         found_here.append(_cs(rows, case, order))
         found_here += [_retries(rows, case, n) for n in debug_cpus if n > 1]
+        found_here += [_price(rows, case, n, order) for n in price_cpus]
         found_here += [_contention(rows, case, n) for n in uncrowded if n > 1]
         if case in icount:
             found_here.append(_from_verdict(icount[case], "icount", "1 vCPU"))

@@ -1,17 +1,25 @@
 """From the tidy table to the answers: who wins, by how much, how sure, and why.
 
-Three kinds of evidence, in the order of how much they can carry on a TCG
-host (docs/design.md section 6):
+Kinds of evidence, in the order of how much they can carry on a TCG host
+(docs/design.md section 6):
 
   exact     icache lock acquisitions per operation (debug flavour): counts,
-            identical across boots, any difference is real;
+            identical across boots; two kernels differ beyond EXACT_TOLERANCE
+            and EXACT_FLOOR (what kernel threads add to a counting window);
   icount    operations per emulated second at 1 vCPU under -icount: the
             single-thread cost, repeatable for most workloads but not all (a
             few depend on the ext4 image and on I/O timing), so a difference
             counts only beyond the rerun spread measured for its workload
-            (analysis/rerun.py) as well as outside the run's own intervals;
-  tcg       throughput at N vCPUs in plain TCG: wall time, noisy, significant
-            only when the 95% intervals do not overlap.
+            (analysis/rerun.py) as well as outside the run's own intervals,
+            and never with a boot that stalled on its own;
+  tcg       throughput at N vCPUs in plain TCG: wall time, noisy; apart when
+            the ratio's interval on log values excludes 1, or when every boot
+            of one kernel lies beyond the other's and the rank test over all
+            boots of the case puts one apart (stats.py);
+  scaling   N workers over 1 in the same boot, judged like tcg.
+
+cross_case() looks over every timed cell at once for a kernel whose timings
+win beyond chance while its instruction counts do not differ.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """The report of a run: Markdown and HTML, the charts beside them in charts/.
 
-Order: the verdict table first (which design, for which workload, by how
-much, how sure, on what evidence), then why (lock figures per operation),
-then the charts, lock-order conformance, lockdep reports, the environment
-and the caveats. Everything comes from the run folder (tidy.tsv,
-manifest.json, lockorder.json); nothing is re-measured.
+Order: the duel first (duel_section: chinner against piggin, the answer in
+words, the evidence per kind and per workload), then every kernel against
+the baseline, the scaling prediction, the figures per workload, latency,
+-icount, retries, lockdep and sanitizers, lock-order conformance, the cost
+in code, noise, the environment and the caveats. Everything comes from the
+run folder (tidy.tsv, manifest.json, lockorder.json, scaling.json and what
+run_inputs keeps there); nothing is re-measured.
 """
 
 from __future__ import annotations

@@ -18,12 +18,13 @@ from harness.report.blocks import (Block, Heading, Para, Table, fmt, pct, pct_ab
 
 # What each kind of evidence is, in a few words, and whether it is a cost the user pays
 # (decides) or a mechanism that explains one.
-COSTS = ("icount", "timed", "latency", "contention")
+COSTS = ("price", "icount", "timed", "latency", "contention")
 MECHANISMS = ("shared", "per_inode", "cs", "retries")
 # Kinds decided by a statistical test, whose claims chance alone makes now and then.
-TESTED = ("icount", "timed", "latency", "contention")
+TESTED = ("price", "icount", "timed", "latency", "contention")
 SHORT = {"shared": "shared-lock traffic", "per_inode": "per-inode (i_lock) traffic",
          "cs": "shared critical sections", "retries": "retries",
+         "price": "failed-trylock instructions (tcg-cs)",
          "contention": "shared-lock contention (lockdep kernels)",
          "icount": "single-thread cost (-icount)",
          "timed": "timed throughput (TCG)", "latency": "p99 latency (TCG)",

@@ -44,6 +44,7 @@ DESIGN_COLOURS = [charts.PALETTE[2], charts.PALETTE[3]]  # chinner, piggin as in
 # Kinds of evidence named short enough for large type.
 KIND = {"shared": "shared locks / op", "per_inode": "i_lock / op",
         "cs": "shared critical sections", "contention": "contention (lockdep)",
+        "price": "failed-trylock instructions",
         "icount": "single thread (-icount)", "timed": "throughput (TCG)",
         "latency": "p99 latency (TCG)"}
 

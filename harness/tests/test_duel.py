@@ -113,3 +113,25 @@ def test_a_boot_that_stalled_decides_nothing():
     (v,) = [v for v in evidence.verdicts(rows, "mainline") if v.case == walk]
     assert v.outcome("chinner") == "unclaimed"
     assert v.unclaimed_reason("chinner") == "a boot of chinner stalled (rerun it)"
+
+
+def test_the_price_of_retries_is_read_from_the_round_robin_rows():
+    """Rows as the tcg-cs plugin on several vCPUs writes them (metric
+    trylock_retry_instructions_per_op.SITE, lock the role): piggin's failed trylock
+    loops cost instructions, chinner's boots have none."""
+    rows = []
+    for rep, spent in enumerate((41.0, 44.0, 39.0), 1):
+        for kernel in ("chinner", "piggin"):
+            cell = f"{kernel}-rr-{rep}"
+            rows.append(row(kernel, "instructions_per_op", 90000.0, mode="tcg-cs-rr",
+                            cell=cell, rep=rep))
+            if kernel == "piggin":
+                rows += [row(kernel, "trylock_retry_instructions_per_op.find_inode_fast",
+                             spent, mode="tcg-cs-rr", lock="hash", cell=cell, rep=rep),
+                         row(kernel, "trylock_retry_instructions_per_op.inode_lru_isolate",
+                             1.0, mode="tcg-cs-rr", lock="lru", cell=cell, rep=rep)]
+    case = evidence.Case("create-unlink", "tmpfs", "create-unlink")
+    assert duel.price_per_boot(rows, case, 2) == {"chinner": [0.0, 0.0, 0.0],
+                                                  "piggin": [42.0, 45.0, 40.0]}
+    e = duel._price(rows, case, 2, ["chinner", "piggin"])
+    assert e.ahead == "chinner" and e.rule == "interval" and e.unit == "instructions/op"
