@@ -144,10 +144,13 @@ class Verdict:
         c = self.comparison(kernel, against)
         if c is None or c.candidate.n < 2 or c.baseline.n < 2:
             return "one boot on a side, no interval"
+        reasons = []
         stalled = sorted({kernel, against or self.baseline} & self.stalled)
         if stalled:
-            return f"a boot of {' and '.join(stalled)} stalled (rerun it)"
-        return "its rerun spread was never measured"
+            reasons.append(f"a boot of {' and '.join(stalled)} stalled (rerun it)")
+        if self.spread is None:
+            reasons.append("its rerun spread was never measured")
+        return "; ".join(reasons)
 
     def rank(self, kernel: str) -> stats.RankTest | None:
         """The exact rank test of one kernel's boots against every other boot of the case."""

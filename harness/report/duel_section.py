@@ -386,11 +386,17 @@ def _cannot(ctx: Context) -> str:
                      f"higher in {c.wins} of {c.cells} cells (sign test p = {c.p:.2g}, median "
                      f"{change_text(c.median_ratio)}) while -icount puts their instructions "
                      f"{pct_abs(c.icount_median)} apart (median)")
-    unmeasured = [e for e in ctx.entries if e.kind == "icount" and e.ahead == "?"]
+    unclaimed = [e for e in ctx.entries if e.kind == "icount" and e.ahead == "?"]
+    unmeasured = [e for e in unclaimed if "never measured" in e.note]
+    stalled = [e for e in unclaimed if "stalled" in e.note]
     if unmeasured:
         parts.append(f"single-thread cost in {plural(len(unmeasured), 'case')} whose -icount "
                      "rerun spread was never measured ("
                      + ", ".join(e.case.label for e in unmeasured) + ")")
+    if stalled:
+        parts.append(f"single-thread cost in {plural(len(stalled), 'case')} where a boot "
+                     "stalled on its own and wants a rerun ("
+                     + ", ".join(e.case.label for e in stalled) + ")")
     return "What this machine cannot decide: " + "; ".join(parts) + "."
 
 

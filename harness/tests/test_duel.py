@@ -112,7 +112,8 @@ def test_a_boot_that_stalled_decides_nothing():
     assert ("mainline", 1) not in stalls and ("piggin", 2) not in stalls
     (v,) = [v for v in evidence.verdicts(rows, "mainline") if v.case == walk]
     assert v.outcome("chinner") == "unclaimed"
-    assert v.unclaimed_reason("chinner") == "a boot of chinner stalled (rerun it)"
+    assert v.unclaimed_reason("chinner") == (
+        "a boot of chinner stalled (rerun it); its rerun spread was never measured")
 
 
 def test_the_price_of_retries_is_read_from_the_round_robin_rows():
