@@ -147,7 +147,7 @@ def glance_measured(ctx: Context) -> Table:
                      str(len(first)) + (f" (+{flagged} flagged)" if flagged else ""),
                      str(len([e for e in t.ahead(SECOND) if not ctx.confounded(e)])),
                      str(len(t.level)), str(len(t.unclaimed)),
-                     fmt(len(t.entries) * stats.ALPHA, 2) if t.kind in TESTED else "0 (exact)",
+                     fmt(len(t.entries) * stats.ALPHA, 2) if t.kind in TESTED else "0 (counts)",
                      span_text(apart), reach_text(t.detectable)])
     return Table(["evidence (measured)", "kind", "comparisons", f"{FIRST} ahead",
                   f"{SECOND} ahead", "neither", "no claim",
