@@ -16,6 +16,7 @@ import html
 import json
 import math
 import re
+import shutil
 import statistics
 from pathlib import Path
 
@@ -183,7 +184,10 @@ class ReportBuilder:
             "mainline" if "mainline" in self.kernels else (self.kernels or ["?"])[0])
         self.requested_baseline = baseline
         self.charts_dir = run_dir / "charts"
-        self.charts_dir.mkdir(exist_ok=True)
+        # Everything in charts/ is this report's: a chart an earlier report drew and this
+        # one does not (a renamed or dropped chart) must not stay beside it.
+        shutil.rmtree(self.charts_dir, ignore_errors=True)
+        self.charts_dir.mkdir()
         self.spread = run_inputs.rerun_spread(layout, run_dir)
         self.chart_prefix = ""  # one per machine when the run has several
         self.blocks: list[Block] = []
