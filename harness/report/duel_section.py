@@ -232,7 +232,10 @@ def cross_case_block(ctx: Context) -> list[Block]:
             f"two at least {evidence.ICOUNT_SHARE} times closer than the timed lead is "
             "flagged: its timed lead does not come from the code it runs but from how this "
             "host runs it, so its timed wins are not counted for it above unless the other "
-            "design's boots lie apart from every other kernel's.")
+            "design's boots lie apart from every other kernel's. Cells that come from one boot "
+            "(the phases of one program, the worker counts of one boot) are not independent, "
+            "so p is smaller than a test by boot would give: read it as a pattern to explain, "
+            "not as a measured effect.")
     return [Para(text), Table(["kernel", "against", "higher mean", "sign test p",
                                "median change", "-icount", ""], rows)]
 
