@@ -23,6 +23,8 @@ Kinds of evidence, in the order the report gives them:
               more (debug kernels, whose lockdep lengthens every section)
   icount      single-thread rate at 1 vCPU under -icount
   timed       throughput in wall-clock time (TCG), per vCPU count
+  paired      every timed case at once, the boot as the unit: each boot paired
+              with the other design's boot of the same round (analysis/rounds.py)
   latency     99th-percentile latency of an operation (TCG)
   prediction  the queueing model's throughput at 64 CPUs: a prediction
 """
@@ -36,7 +38,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.analysis import evidence, rerun, retry_counters, stats
+from harness.analysis import evidence, rerun, retry_counters, rounds, stats
 from harness.analysis.evidence import Case
 from harness.run.matrix import OVERSUBSCRIBED
 from harness.run.tidy import Row
@@ -63,6 +65,7 @@ KINDS = {
                   "every section)",
     "icount": "single-thread rate, 1 vCPU -icount",
     "timed": "throughput, wall clock under TCG",
+    "paired": "throughput over every timed case, boot against boot of one round",
     "latency": "p99 latency per operation, wall clock under TCG",
     "prediction": f"PREDICTION: throughput at {PREDICTION_CPUS} CPUs (queueing model)",
 }
@@ -86,6 +89,7 @@ class Entry:
     note: str = ""
     counters: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     values: dict[str, list[float]] = field(default_factory=dict)  # kernel -> one per boot
+    caveat: str = ""  # why a claim cannot be counted for the design ahead
 
     @property
     def prediction(self) -> bool:
@@ -328,6 +332,33 @@ def _timed(rows: list[Row], case: Case, order: list[str]) -> list[Entry]:
     return out
 
 
+ALL_CASES = Case("every timed case", "every filesystem", "every timed case")
+
+
+def _paired(rows: list[Row], boot_order: list[str] | None) -> Entry | None:
+    """piggin's boots against chinner's of the same round, over every case they share:
+    a boot's luck counts once, not once per case."""
+    c = rounds.compare(rows, SECOND, FIRST)
+    if not c.pairs:
+        return None
+    logs = [p.log_ratio for p in c.pairs]
+    mean = statistics.fmean(logs)
+    half = (stats.t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+            if len(logs) > 1 else math.inf)
+    apart = c.p_pairs < stats.ALPHA
+    ahead = "" if not apart else (SECOND if mean > 0 else FIRST)
+    caveat = ""
+    if apart and boot_order and all(k in boot_order for k in (FIRST, SECOND)):
+        caveat = (f"every round booted the kernels in one order ({', '.join(boot_order)}): "
+                  "a place in the order and a design look alike")
+    return Entry(ALL_CASES, "paired", f"{len(c.pairs)} boot pairs", "ratio", False, {},
+                 math.exp(mean), math.exp(mean - half), math.exp(mean + half), ahead,
+                 f"sign-flip test over boot pairs, p = {c.p_pairs:.2g}" if apart else "",
+                 math.exp(half) - 1 if math.isfinite(half) else math.nan,
+                 f"{SECOND} faster in {sum(1 for x in logs if x > 0)} of {len(logs)} pairs",
+                 caveat=caveat)
+
+
 def predictions(scaling_json: Path) -> dict[tuple[str, Case], tuple[float, float, float]]:
     """(kernel, case) -> (low, default, high) predicted throughput at PREDICTION_CPUS over
     the hand-off band, from the run's scaling.json (empty when it has none)."""
@@ -362,8 +393,10 @@ def _prediction(found: dict, case: Case) -> Entry | None:
 
 
 def entries(rows: list[Row], kernels: list[str], spread: rerun.RerunSpread | None,
-            scaling_json: Path) -> list[Entry]:
-    """Every entry of the duel, case by case in the order of KINDS."""
+            scaling_json: Path, boot_order: list[str] | None = None) -> list[Entry]:
+    """Every entry of the duel, case by case in the order of KINDS, then the boot-paired
+    comparison over every case. boot_order: the one order every round booted the
+    kernels in, when the run did not draw one per round (None: drawn)."""
     order = [k for k in (FIRST, SECOND) + REFERENCES if k in kernels]
     debug_cpus = sorted({r.cpus for r in rows if r.flavour == "debug"})
     # Contention on more vCPUs than the host has cores is the host descheduling lock
@@ -391,7 +424,8 @@ def entries(rows: list[Row], kernels: list[str], spread: rerun.RerunSpread | Non
         found_here += _timed(rows, case, order)
         found_here.append(_prediction(found, case))
         out += [e for e in found_here if e is not None]
-    return out
+    paired = _paired(rows, boot_order) if FIRST in kernels and SECOND in kernels else None
+    return out + ([paired] if paired else [])
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from harness.analysis import rerun, stats
+from harness.analysis import rerun, rounds, stats
 from harness.run.tidy import Row
 
 EVIDENCE = {
@@ -511,6 +511,14 @@ class CrossCase:
     icount_cases: int  # -icount cases where both ran
     icount_apart: int  # of those, where a difference was claimed
     icount_median: float  # median absolute -icount change (NaN: no -icount case)
+    # The boot as the unit (analysis/rounds.py): each boot paired with the other
+    # kernel's boot of the same round, their mean log ratio over the cases they share.
+    pair_ratios: tuple[float, ...] = ()  # exp of each pair's mean log ratio
+    p_pairs: float = 1.0  # exact sign-flip test over the pairs, two-sided
+
+    @property
+    def pairs_won(self) -> int:
+        return sum(1 for r in self.pair_ratios if r > 1)
 
     @property
     def flagged(self) -> bool:
@@ -536,9 +544,12 @@ def cross_case(rows: list[Row], kernel: str, against: str,
               if v.evidence == "icount" and v.comparison(kernel) is not None]
     changes = [v.comparison(kernel).change for v in icount]  # type: ignore[union-attr]
     apart = sum(1 for v in icount if v.outcome(kernel) in ("better", "worse"))
+    paired = rounds.compare(rows, kernel, against)
     return CrossCase(kernel, against, wins, len(ratios), stats.sign_test(wins, len(ratios)),
                      statistics.median(ratios), len(icount), apart,
-                     statistics.median(abs(c) for c in changes) if changes else math.nan)
+                     statistics.median(abs(c) for c in changes) if changes else math.nan,
+                     tuple(math.exp(p.log_ratio) for p in paired.pairs),
+                     paired.p_pairs if paired.pairs else 1.0)
 
 
 # A boot of an -icount case stalled when its rate falls this far below the median of

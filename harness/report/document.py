@@ -252,8 +252,10 @@ class ReportBuilder:
         return out
 
     def duel_context(self) -> duel_section.Context:
+        matrix_info = self.manifest.get("matrix", {})
+        order = None if matrix_info.get("order_seed") else list(matrix_info.get("kernels", []))
         entries = duel.entries(self.rows, self.kernels, self.spread,
-                               self.run_dir / scaling_inputs.SCALING_JSON)
+                               self.run_dir / scaling_inputs.SCALING_JSON, order)
         cross = [c for a in self.kernels for b in self.kernels if a != b
                  for c in [evidence.cross_case(self.rows, a, b, self.spread)] if c]
         covs = [cov for _, _, cov, _ in evidence.noise(self.rows)]

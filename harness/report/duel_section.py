@@ -18,15 +18,16 @@ from harness.report.blocks import (Block, Heading, Para, Table, fmt, pct, pct_ab
 
 # What each kind of evidence is, in a few words, and whether it is a cost the user pays
 # (decides) or a mechanism that explains one.
-COSTS = ("price", "icount", "timed", "latency", "contention")
+COSTS = ("price", "icount", "timed", "paired", "latency", "contention")
 MECHANISMS = ("shared", "per_inode", "cs", "retries")
 # Kinds decided by a statistical test, whose claims chance alone makes now and then.
-TESTED = ("price", "icount", "timed", "latency", "contention")
+TESTED = ("price", "icount", "timed", "paired", "latency", "contention")
 SHORT = {"shared": "shared-lock traffic", "per_inode": "per-inode (i_lock) traffic",
          "cs": "shared critical sections", "retries": "retries",
          "price": "failed-trylock instructions (tcg-cs)",
          "contention": "shared-lock contention (lockdep kernels)",
          "icount": "single-thread cost (-icount)",
+         "paired": "timed, boot against boot (all cases)",
          "timed": "timed throughput (TCG)", "latency": "p99 latency (TCG)",
          "prediction": "PREDICTION at 64 CPUs"}
 
@@ -46,7 +47,10 @@ class Context:
 
     def confounded(self, e: duel.Entry) -> bool:
         """A timed win of a design whose timings the cross-case check flags, unless the
-        other design's boots lie apart from every other kernel's."""
+        other design's boots lie apart from every other kernel's; a claim with a caveat
+        of its own (a fixed boot order)."""
+        if e.ahead in (FIRST, SECOND) and e.caveat:
+            return True
         if e.kind not in ("timed", "latency") or e.ahead not in (FIRST, SECOND):
             return False
         suspect = {c.kernel for c in self.flagged}
@@ -110,7 +114,9 @@ def ahead_text(e: duel.Entry, ctx: Context) -> str:
             if math.isfinite(e.detectable) else ""
         return f"neither{reach}"
     text = f"**{e.ahead}** ({e.rule})"
-    if ctx.confounded(e):
+    if e.caveat:
+        text += f"; not counted: {e.caveat}"
+    elif ctx.confounded(e):
         text += "; its timings are flagged by the cross-case check"
     elif e.kind in ("timed", "latency") and e.behind_alone():
         text += f"; every {e.behind} boot beyond every other kernel's"
@@ -223,6 +229,8 @@ def cross_case_block(ctx: Context) -> list[Block]:
         return []
     rows = [[c.kernel, c.against, f"{c.wins} of {c.cells}", f"{c.p:.2g}",
              change_text(c.median_ratio),
+             f"{c.pairs_won} of {len(c.pair_ratios)}, p = {c.p_pairs:.2g}"
+             if c.pair_ratios else "no pairs",
              (f"apart in {c.icount_apart} of {c.icount_cases}; median difference "
               f"{pct_abs(c.icount_median)}") if c.icount_cases else "not measured",
              "**flagged**" if c.flagged else ""] for c in ctx.cross if c.wins * 2 >= c.cells]
@@ -233,11 +241,14 @@ def cross_case_block(ctx: Context) -> list[Block]:
             "flagged: its timed lead does not come from the code it runs but from how this "
             "host runs it, so its timed wins are not counted for it above unless the other "
             "design's boots lie apart from every other kernel's. Cells that come from one boot "
-            "(the phases of one program, the worker counts of one boot) are not independent, "
-            "so p is smaller than a test by boot would give: read it as a pattern to explain, "
-            "not as a measured effect.")
-    return [Para(text), Table(["kernel", "against", "higher mean", "sign test p",
-                               "median change", "-icount", ""], rows)]
+            "(the phases of one program, the worker counts of one boot) are not independent "
+            "and a whole boot runs fast or slow under TCG, so beside the count over cells "
+            "stands the test with the boot as the unit (analysis/rounds.py): each boot paired "
+            "with the other kernel's boot of the same round, an exact sign-flip test over the "
+            "pairs' mean log ratios. A pattern over cells that the pairs do not confirm is "
+            "boot luck counted once per case.")
+    return [Para(text), Table(["kernel", "against", "higher mean: cells", "sign test p",
+                               "median change", "higher: boot pairs", "-icount", ""], rows)]
 
 
 # One design is ahead "on balance" when its measured cost claims outnumber the other's
@@ -387,8 +398,12 @@ def _cannot(ctx: Context) -> str:
     for c in ctx.flagged:
         parts.append(f"whether {c.kernel}'s timed lead over {c.against} is its own: it is "
                      f"higher in {c.wins} of {c.cells} cells (sign test p = {c.p:.2g}, median "
-                     f"{change_text(c.median_ratio)}) while -icount puts their instructions "
-                     f"{pct_abs(c.icount_median)} apart (median)")
+                     f"{change_text(c.median_ratio)}) but in {c.pairs_won} of "
+                     f"{len(c.pair_ratios)} boot pairs (p = {c.p_pairs:.2g}), while -icount "
+                     f"puts their instructions {pct_abs(c.icount_median)} apart (median)")
+    for e in [e for e in ctx.entries if e.caveat and e.ahead in (FIRST, SECOND)]:
+        parts.append(f"whether {e.behind}'s lag {SHORT[e.kind]} ({change_text(e.ratio)}, "
+                     f"{e.rule}) is its design's: {e.caveat}")
     unclaimed = [e for e in ctx.entries if e.kind == "icount" and e.ahead == "?"]
     unmeasured = [e for e in unclaimed if "never measured" in e.note]
     stalled = [e for e in unclaimed if "stalled" in e.note]

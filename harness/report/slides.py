@@ -46,6 +46,7 @@ KIND = {"shared": "shared locks / op", "per_inode": "i_lock / op",
         "cs": "shared critical sections", "contention": "contention (lockdep)",
         "price": "failed-trylock instructions",
         "icount": "single thread (-icount)", "timed": "throughput (TCG)",
+        "paired": "boot against boot (TCG)",
         "latency": "p99 latency (TCG)"}
 
 
@@ -126,16 +127,22 @@ class Deck:
                                and e.kind != "retries"]):
             apart = [e.ratio for e in t.ahead(FIRST) + t.ahead(SECOND) if e.ratio]
             first = [e for e in t.ahead(FIRST) if not self.ctx.confounded(e)]
-            rows.append([KIND[t.kind], str(len(first)),
+            aside = len(t.ahead(FIRST)) - len(first)
+            rows.append([KIND[t.kind], str(len(first)) + (f" (+{aside} set aside)"
+                                                           if aside else ""),
                          str(len([e for e in t.ahead(SECOND) if not self.ctx.confounded(e)])),
                          str(len(t.level) + len(t.unclaimed)) + f" of {len(t.entries)}",
                          span_text(apart) if apart else ""])
         cores = self.report.manifest["host"]["cpus"]
         notes = [duel_section._largest(self.ctx).split(". ")[0]]
-        flagged = [e for e in self.ctx.entries if self.ctx.confounded(e)]
-        if flagged:
-            notes.append(f"Not counted: {plural(len(flagged), 'timed win')} of "
-                         f"{flagged[0].ahead}, whose timings the cross-case check flags")
+        flagged = [e for e in self.ctx.entries if self.ctx.confounded(e) and not e.caveat]
+        aside = [f"{plural(len(flagged), 'timed win')} of {flagged[0].ahead} (the cross-case "
+                 "check flags its timings)"] if flagged else []
+        aside += [f"{e.behind} {change_text(e.ratio)} boot against boot (one boot order in "
+                  "every round)" for e in self.ctx.entries
+                  if e.caveat and e.ahead in (FIRST, SECOND)]
+        if aside:
+            notes.append("Set aside: " + "; ".join(aside))
         return Page(f"Answer: on what this run measured, {duel_section.verdict(self.ctx)}; "
                     f"beyond {cores} CPUs it cannot say", [
             Grid(["measured", f"{FIRST} ahead", f"{SECOND} ahead", "neither",

@@ -136,3 +136,21 @@ def test_the_price_of_retries_is_read_from_the_round_robin_rows():
                                                   "piggin": [42.0, 45.0, 40.0]}
     e = duel._price(rows, case, 2, ["chinner", "piggin"])
     assert e.ahead == "chinner" and e.rule == "interval" and e.unit == "instructions/op"
+
+
+def test_boot_against_boot_counts_a_boots_luck_once():
+    """piggin below chinner in all 6 boot pairs (the least p six pairs allow), where the
+    cells counted one by one would say 30 of 37; with one boot order in every round
+    (piggin always last) the claim is set aside, not counted."""
+    rows = tidy.read(DATA / "perf-throughput.tsv")
+    order = ["mainline", "base", "chinner", "piggin"]
+    (e,) = [e for e in duel.entries(rows, KERNELS, None, DATA / "none.json", order)
+            if e.kind == "paired"]
+    assert e.ahead == "chinner" and e.note == "piggin faster in 0 of 6 pairs"
+    assert e.rule == "sign-flip test over boot pairs, p = 0.031" and e.caveat
+    assert e.low < e.ratio < e.high < 1
+    (drawn,) = [e for e in duel.entries(rows, KERNELS, None, DATA / "none.json")
+                if e.kind == "paired"]
+    assert not drawn.caveat  # a run that drew each round's order: the claim stands
+    chinner = evidence.cross_case(rows, "chinner", "mainline")
+    assert (chinner.pairs_won, len(chinner.pair_ratios)) == (4, 6) and chinner.p_pairs > 0.2

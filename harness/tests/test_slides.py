@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from harness.report import charts, deck_text, document, slides, svg_pages
+from harness.report import charts, deck_text, document, duel_section, slides, svg_pages
 from harness.run import tidy
 from harness.layout import Layout, default_layout
 from harness.tests.conftest import row
@@ -106,7 +106,9 @@ def test_every_slide_renders_with_its_message(run):
         assert deck_text.defects(page_text(pdf, page)) == [], (page, title)
     # Messages are computed from the run, not typed in: the question, then the answer.
     assert titles[0] == "chinner or piggin: how to break up the global inode_lock?"
-    assert titles[1].startswith("Answer: on what this run measured, chinner is ahead")
+    deck = slides.Deck(layout, folder, "mainline")
+    assert titles[1].startswith("Answer: on what this run measured, "
+                                + duel_section.verdict(deck.ctx))
     assert titles[2] == "chinner: hash, sb_list → i_lock; piggin: i_lock → hash, sb_list"
     assert titles[3] == "Shared locks: the same in 1 of 1 case; i_lock: piggin more in 1 (+75%)"
     assert titles[9] == "Scaling prediction: not in this run"
