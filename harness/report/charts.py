@@ -45,6 +45,7 @@ class Style:
     font: str = FONT
     size: tuple[int, int] | None = None  # None: the chart's own size for its content
     line_width: int = 2
+    key: str = "outside right top"  # where the legend goes
 
 
 REPORT = Style()
@@ -76,41 +77,65 @@ def _render(stem: Path, body: str, size: tuple[int, int], title: str,
     return Chart(stem.with_suffix(".png"), stem.with_suffix(".svg"), title)
 
 
+def redraw(chart: Chart, stem: Path, style: Style, title: str | None = None) -> Chart:
+    """A gnuplot chart drawn again from its own script and data with another style (a
+    slide's large type and canvas); title: a new title ("" for none)."""
+    script = chart.png.with_suffix(".gp")
+    lines = script.read_text().splitlines()
+    if not lines or not lines[0].startswith("set terminal"):
+        raise ChartError(f"{script}: not a chart script of this module")
+    body = lines[2:lines.index("unset multiplot")]
+    if title is not None:
+        body = [("unset title" if not title else f"set title {_quote(title)}")
+                if line.startswith("set title ") else line for line in body]
+    return _render(stem, "\n".join(body), style.size or (760, 440), chart.title, style)
+
+
 def _colours(kernels: list[str], all_kernels: list[str]) -> list[str]:
     return [PALETTE[all_kernels.index(k) % len(PALETTE)] if k in all_kernels
             else PALETTE[-1] for k in kernels]
 
 
+# Colours for series that are not kernels (lines added and removed, vCPU counts): greys
+# and a dark teal, so no bar reads as a kernel's.
+NEUTRAL = ["#4d4d4d", "#b3b3b3", "#006d77", "#83c5be", "#e29578"]
+# Line and point styles per kernel, so a line drawn over another of the same values
+# still shows both: dash pattern and marker differ as well as the colour.
+DASHES = [1, 2, 4, 5, 3, 1, 2, 4]
+POINTS = [7, 5, 9, 13, 11, 15, 7, 5]
+
+
 def lines_with_errors(stem: Path, title: str, xlabel: str, ylabel: str,
-                      series: dict[str, list[tuple[float, float, float]]],
+                      series: dict[str, list[tuple[float, float, float, float]]],
                       all_kernels: list[str], xtics: list[str] | None = None,
                       style: Style = REPORT) -> Chart:
-    """One line per series: points (x, mean, half-width of the 95% interval)."""
+    """One line per series: points (x, mean, low, high) with the 95% interval as bars."""
     names = list(series)
     blocks = []
     for i, name in enumerate(names):
         # Nudge each series sideways a little so error bars do not hide each other.
         nudge = (i - (len(names) - 1) / 2) * 0.04
         points = sorted(series[name])
-        blocks.append(f"# {name}\n" + "\n".join(
-            f"{_num(x + nudge)} {_num(y)} {_num(e if math.isfinite(e) else 0.0)}"
-            for x, y, e in points))
+        blocks.append(f"# {name}: x mean low high\n" + "\n".join(
+            f"{_num(x + nudge)} {_num(y)} {_num(lo if math.isfinite(lo) else y)} "
+            f"{_num(hi if math.isfinite(hi) else y)}" for x, y, lo, hi in points))
     stem.with_suffix(".dat").write_text("\n\n\n".join(blocks) + "\n")
     colours = _colours(names, all_kernels)
-    plots = [f"{_quote(str(stem.with_suffix('.dat')))} index {i} using 1:2:3 with yerrorlines "
-             f"lw {style.line_width} pt 7 lc rgb {_quote(c)} title {_quote(n)}"
+    plots = [f"{_quote(str(stem.with_suffix('.dat')))} index {i} using 1:2:3:4 with yerrorlines "
+             f"lw {style.line_width} dt {DASHES[i % len(DASHES)]} pt {POINTS[i % len(POINTS)]} "
+             f"lc rgb {_quote(c)} title {_quote(n)}"
              for i, (n, c) in enumerate(zip(names, colours))]
     tics = ""
     if xtics:
         tics = "set xtics (" + ", ".join(f"{_quote(t)} {i}" for i, t in enumerate(xtics)) + ")"
     else:
-        xs = sorted({x for pts in series.values() for x, _, _ in pts})
+        xs = sorted({x for pts in series.values() for x, *_ in pts})
         tics = "set xtics (" + ", ".join(f"{_quote(f'{x:g}')} {x:g}" for x in xs) + ")"
         if len(xs) == 1:
             tics += f"\nset xrange [{xs[0] - 1:g}:{xs[0] + 1:g}]"
     body = "\n".join([
         f"set title {_quote(title)}", f"set xlabel {_quote(xlabel)}",
-        f"set ylabel {_quote(ylabel)}", "set grid ytics", "set key outside right top",
+        f"set ylabel {_quote(ylabel)}", "set grid ytics", f"set key {style.key}",
         "set yrange [0:*]", "set offsets 0.2, 0.2, graph 0.1, 0", tics,
         "plot " + ", \\\n  ".join(plots)])
     return _render(stem, body, (760, 420), title, style)
@@ -122,12 +147,15 @@ MAX_WIDTH = 2400  # pixels
 def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str],
                    panels: list[tuple[str, dict[tuple[str, str], float]]],
                    all_kernels: list[str], style: Style = REPORT,
-                   from_zero: bool = True, marks: dict[str, float] | None = None) -> Chart:
+                   from_zero: bool = True, marks: dict[str, float] | None = None,
+                   colours: list[str] | None = None, log_y: bool = False) -> Chart:
     """Bars grouped by `groups` (x axis), one bar per kernel, one panel per metric.
 
     panels: (y label, {(group, kernel): value}); a missing value draws no bar.
     from_zero: the y axis starts at 0 (False for changes that can be negative).
     marks: y value -> label of horizontal reference lines (say, a noise band).
+    colours: one per bar series, instead of the kernels' (series that are not kernels).
+    log_y: a logarithmic y axis (values that span decades, each panel on its own).
     """
     # A panel without a single value (say, no contentions recorded) has nothing to draw.
     panels = [(ylabel, values) for ylabel, values in panels
@@ -143,12 +171,13 @@ def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str]
                                                     for k in kernels))
         path.write_text("\n".join(lines) + "\n")
         files.append((path, ylabel))
-    colours = _colours(kernels, all_kernels)
+    colours = colours or _colours(kernels, all_kernels)
     n = len(kernels)
     body = [f"set multiplot layout {len(panels)},1 title {_quote(title)}",
             "set style data histogram", "set style histogram cluster gap 1",
             "set style fill solid 0.85 border -1", "set boxwidth 0.9", "set grid ytics",
-            "set key outside right top", "set yrange [0:*]" if from_zero else "set yrange [*:*]",
+            f"set key {style.key}",
+            "set logscale y" if log_y else ("set yrange [0:*]" if from_zero else "set yrange [*:*]"),
             "set xtics nomirror", "set offsets 0, 0, graph 0.1, 0" if from_zero
             else "set offsets 0, 0, graph 0.1, graph 0.1"]
     for i, (y, label) in enumerate(sorted((marks or {}).items())):
@@ -162,12 +191,97 @@ def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str]
         plots = [f"{_quote(str(path))} using {i + 2}:xtic(1) lc rgb {_quote(colours[i])} "
                  f"title {_quote(kernels[i])}" for i in present]
         body += [f"set ylabel {_quote(ylabel)}", "plot " + ", \\\n  ".join(plots)]
-    # Many groups: slant their names and keep the picture a picture.
+    # Many groups: slant their names (with room on the right for the last one) and keep
+    # the picture a picture.
     if len(groups) > 8:
         body.insert(1, "set xtics rotate by -35 left")
+        body.insert(1, "set rmargin 12")
     height = 200 + 230 * len(panels) + (160 if len(groups) > 8 else 0)
     width = min(MAX_WIDTH, max(760, 120 + 26 * n * max(1, len(groups))))
     return _render(stem, "\n".join(body), (width, height), title, style)
+
+
+def points_with_errors(stem: Path, title: str, groups: list[str], ylabel: str,
+                       series: dict[str, dict[str, tuple[float, float, float]]],
+                       all_kernels: list[str], style: Style = REPORT, log_y: bool = False,
+                       marks: dict[float, str] | None = None,
+                       colours: list[str] | None = None, clip: bool = False) -> Chart:
+    """Categories along x, per series a point (value, low, high) with its interval as a
+    bar, series side by side within a category; marks: y -> label of reference lines.
+    clip: the y axis spans the points, not their bars (a bar running off the frame is
+    wider than the chart)."""
+    names = [n for n in series if series[n]]
+    if not names or not groups:
+        raise ChartError(f"{stem}: no values to chart")
+    blocks = []
+    width = 0.6 / max(1, len(names))
+    for i, name in enumerate(names):
+        nudge = (i - (len(names) - 1) / 2) * width
+        blocks.append(f"# {name}: position value low high\n" + "\n".join(
+            f"{_num(g + nudge)} {_num(y)} {_num(lo)} {_num(hi)}"
+            for g, group in enumerate(groups) if group in series[name]
+            for y, lo, hi in [series[name][group]]) or "NaN NaN NaN NaN")
+    data = stem.with_suffix(".dat")
+    data.write_text("\n\n\n".join(blocks) + "\n")
+    colours = colours or _colours(names, all_kernels)
+    plots = [f"{_quote(str(data))} index {i} using 1:2:3:4 with yerrorbars "
+             f"pt {POINTS[i % len(POINTS)]} ps {1.4 if style.size else 1.0} "
+             f"lw {style.line_width} lc rgb {_quote(c)} title {_quote(n)}"
+             for i, (n, c) in enumerate(zip(names, colours))]
+    body = [f"set title {_quote(title)}" if title else "unset title",
+            f"set ylabel {_quote(ylabel)}", "set grid ytics", f"set key {style.key}",
+            f"set xrange [-0.6:{len(groups) - 0.4}]",
+            "set xtics (" + ", ".join(f"{_quote(g)} {i}" for i, g in enumerate(groups)) + ")",
+            "set logscale y\nset format y '%.0s%c'" if log_y
+            else "set offsets 0, 0, graph 0.08, graph 0.08"]
+    if clip:
+        ys = [y for pts in series.values() for y, _, _ in pts.values() if math.isfinite(y)]
+        ys += list((marks or {}).keys())
+        low, high = min(ys), max(ys)
+        pad = (high - low) * 0.15 or abs(high) * 0.5 or 1.0
+        body.append(f"set yrange [{low - pad:g}:{high + pad:g}]")
+    if len(groups) > 6:
+        body += ["set xtics rotate by -35 left", "set rmargin 12"]
+    for i, (y, label) in enumerate(sorted((marks or {}).items())):
+        body.append(f"set arrow {i + 1} from graph 0, first {y:g} to graph 1, first {y:g} "
+                    "nohead dt 2 lw 2 lc rgb '#555555' back")
+        if label:
+            body.append(f"set label {i + 1} {_quote(label)} at graph 0.01, first {y:g} "
+                        "offset 0, 0.7 tc rgb '#555555'")
+    body.append("plot " + ", \\\n  ".join(plots))
+    height = 440 + (160 if len(groups) > 6 else 0)
+    return _render(stem, "\n".join(body), (max(760, 140 + 70 * len(groups)), height), title,
+                   style)
+
+
+def _order_edges(prefix: str, observed: set[tuple[str, str]], allowed: set[tuple[str, str]],
+                 counts: dict[tuple[str, str], int]) -> list[str]:
+    """dot lines of one lock-order graph; node names carry `prefix` so that several
+    graphs can share one picture."""
+    nodes = sorted({r for e in observed | allowed for r in e})
+    lines = [f"  {_quote(prefix + n)} [label={_quote(n)}];" for n in nodes]
+    for held, taken in sorted(observed | allowed):
+        count = counts.get((held, taken), 0)
+        if (held, taken) in observed and (held, taken) in allowed:
+            attrs = f'label="{count}"' if count > 1 else ""
+        elif (held, taken) in observed:
+            attrs = f'color=red, fontcolor=red, penwidth=2, label="not allowed ({count})"'
+        else:
+            attrs = "style=dashed, color=gray60"
+        lines.append(f"  {_quote(prefix + held)} -> {_quote(prefix + taken)} [{attrs}];")
+    return lines
+
+
+def _dot(stem: Path, lines: list[str]) -> None:
+    if not shutil.which("dot"):
+        raise ChartError("dot not found: apt-get install graphviz")
+    dot_file = stem.with_suffix(".dot")
+    dot_file.write_text("\n".join(lines) + "\n")
+    for fmt in ("png", "svg"):
+        result = subprocess.run(["dot", f"-T{fmt}", "-o", str(stem.with_suffix(f".{fmt}")),
+                                 str(dot_file)], capture_output=True, text=True)
+        if result.returncode != 0:
+            raise ChartError(f"dot {dot_file} failed: {result.stderr.strip()}")
 
 
 def lockorder_graph(stem: Path, kernel: str, observed: set[tuple[str, str]],
@@ -177,32 +291,32 @@ def lockorder_graph(stem: Path, kernel: str, observed: set[tuple[str, str]],
     Solid: observed and allowed; red: observed but not allowed by the
     lock-order file; dashed grey: allowed, not observed in this run.
     """
-    if not shutil.which("dot"):
-        raise ChartError("dot not found: apt-get install graphviz")
-    nodes = sorted({r for e in observed | allowed for r in e})
     lines = [f"digraph {_quote(kernel)} {{", f"  label={_quote(kernel)}; labelloc=t;",
              "  rankdir=TB; node [shape=box, style=rounded, fontname=\"DejaVu Sans\"];",
              "  edge [fontname=\"DejaVu Sans\", fontsize=9];"]
-    lines += [f"  {_quote(n)};" for n in nodes]
-    for held, taken in sorted(observed | allowed):
-        count = counts.get((held, taken), 0)
-        if (held, taken) in observed and (held, taken) in allowed:
-            attrs = f'label="{count}"' if count > 1 else ""
-        elif (held, taken) in observed:
-            attrs = f'color=red, fontcolor=red, penwidth=2, label="not allowed ({count})"'
-        else:
-            attrs = "style=dashed, color=gray60"
-        lines.append(f"  {_quote(held)} -> {_quote(taken)} [{attrs}];")
+    lines += _order_edges("", observed, allowed, counts)
     lines.append("}")
-    dot_file = stem.with_suffix(".dot")
-    dot_file.write_text("\n".join(lines) + "\n")
-    for fmt in ("png", "svg"):
-        result = subprocess.run(["dot", f"-T{fmt}", "-o", str(stem.with_suffix(f".{fmt}")),
-                                 str(dot_file)], capture_output=True, text=True)
-        if result.returncode != 0:
-            raise ChartError(f"dot {dot_file} failed: {result.stderr.strip()}")
+    _dot(stem, lines)
     return Chart(stem.with_suffix(".png"), stem.with_suffix(".svg"),
                  f"{kernel}: icache lock order observed")
+
+
+def lockorder_graphs(stem: Path, graphs: dict[str, tuple[set, set, dict]],
+                     fontsize: int = 14) -> Chart:
+    """Several kernels' lock-order graphs side by side in one picture, so that they are
+    drawn at one scale; each titled once, by its kernel's name."""
+    lines = ["digraph orders {", "  rankdir=TB; newrank=true;",
+             f"  node [shape=box, style=rounded, fontname=\"DejaVu Sans\", fontsize={fontsize}];",
+             f"  edge [fontname=\"DejaVu Sans\", fontsize={fontsize - 2}];"]
+    for i, (kernel, (observed, allowed, counts)) in enumerate(graphs.items()):
+        lines += [f"  subgraph cluster_{i} {{", f"    label={_quote(kernel)}; "
+                  f"fontname=\"DejaVu Sans Bold\"; fontsize={fontsize + 4}; color=white;"]
+        lines += ["  " + line for line in _order_edges(f"{kernel}.", observed, allowed, counts)]
+        lines.append("  }")
+    lines.append("}")
+    _dot(stem, lines)
+    return Chart(stem.with_suffix(".png"), stem.with_suffix(".svg"),
+                 "icache lock order observed: " + ", ".join(graphs))
 
 
 def heatmap(stem: Path, title: str, columns: list[str], rows: list[str],
@@ -234,7 +348,8 @@ def scaling_bands(stem: Path, title: str, ylabel: str,
                   measured: dict[str, list[tuple[float, float, float, float]]],
                   all_kernels: list[str]) -> Chart:
     """Predicted throughput against CPUs, log-log: per kernel a line (x, low, mid,
-    high) inside a shaded band, and measured points (x, y, low, high) with bars."""
+    high) between the edges of its hand-off band, and measured points (x, y, low, high)
+    with bars."""
     names = list(bands)
     blocks = []
     for name in names:
@@ -251,22 +366,37 @@ def scaling_bands(stem: Path, title: str, ylabel: str,
     data.write_text("\n\n\n".join(blocks) + "\n")
     colours = _colours(names, all_kernels)
     plots = []
+    # Bands as thin edges, not fills: four translucent fills over each other turn to mud.
+    # Lines differ in dash and marker as well as colour, the first drawn widest, so a
+    # kernel whose prediction equals another's still shows beside it.
     for i, (name, colour) in enumerate(zip(names, colours)):
-        plots.append(f"{_quote(str(data))} index {i} using 1:2:4 with filledcurves "
-                     f"fs transparent solid 0.15 noborder lc rgb {_quote(colour)} notitle")
-        plots.append(f"{_quote(str(data))} index {i} using 1:3 with lines lw 2 "
-                     f"lc rgb {_quote(colour)} title {_quote(name)}")
+        for column in (2, 4):
+            plots.append(f"{_quote(str(data))} index {i} using 1:{column} with lines lw 1 "
+                         f"dt 3 lc rgb {_quote(colour)} notitle")
+    for i, (name, colour) in enumerate(zip(names, colours)):
+        width = 1.5 + 0.8 * (len(names) - 1 - i)
+        plots.append(f"{_quote(str(data))} index {i} using 1:3 with linespoints "
+                     f"lw {width:g} dt {DASHES[i % len(DASHES)]} pt {POINTS[i % len(POINTS)]} "
+                     f"ps 0.7 lc rgb {_quote(colour)} title {_quote(name)}")
     for i, (name, colour) in enumerate(zip(names, colours)):
         if measured.get(name):
             plots.append(f"{_quote(str(data))} index {len(names) + i} using 1:2:3:4 with "
-                         f"yerrorbars pt 7 ps 0.8 lc rgb {_quote(colour)} notitle")
+                         f"yerrorbars pt {POINTS[i % len(POINTS)]} ps 1.1 "
+                         f"lc rgb {_quote(colour)} notitle")
     if any(measured.values()):
-        # One key entry for every kernel's measured points, in the kernels' colours.
-        plots.append("NaN with yerrorbars pt 7 ps 0.8 lc rgb '#555555' title 'measured'")
+        plots.append("NaN with yerrorbars pt 7 ps 1.1 lc rgb '#555555' title 'measured'")
+    plots.append("NaN with lines lw 1 dt 3 lc rgb '#555555' title 'hand-off band'")
     xmax = max(x for pts in bands.values() for x, *_ in pts)
+    # Every bar and band edge inside the picture: a log axis has no room below zero, so
+    # a bar's lower end at or below zero is drawn to the bottom edge.
+    ys = [v for pts in bands.values() for _, lo, mid, hi in pts for v in (lo, mid, hi)
+          if v and v > 0 and math.isfinite(v)]
+    ys += [v for pts in measured.values() for _, y, lo, hi in pts for v in (y, lo, hi)
+           if v and v > 0 and math.isfinite(v)]
+    yrange = f"set yrange [{min(ys) / 2:g}:{max(ys) * 2:g}]" if ys else ""
     body = "\n".join([
         f"set title {_quote(title)}", "set xlabel 'CPUs'", f"set ylabel {_quote(ylabel)}",
-        "set logscale x 2", "set logscale y 10", f"set xrange [0.85:{xmax * 1.1:g}]",
+        "set logscale x 2", "set logscale y 10", f"set xrange [0.85:{xmax * 1.1:g}]", yrange,
         "set grid xtics ytics",
         "set format y '%.0s%c'", "set key outside right top",
         "plot " + ", \\\n  ".join(plots)])

@@ -133,7 +133,8 @@ def section(layout: Layout, run_dir: Path, manifest: dict, conformance: dict,
     chart = charts.clustered_bars(chart_stem("code-cost-patches"),
                                   "Lines added and removed by each patch",
                                   [f"{c.name} {p.index}" for c, p, _ in per_patch], legend,
-                                  [("lines", values)], legend)
+                                  [("lines", values)], legend,
+                                  colours=charts.NEUTRAL[:len(legend)])
     out.append(ChartBlock(chart, "Lines each patch adds and removes (git apply --numstat), "
                                  "in series order"))
     if not any("@" in k for k in kernels):

@@ -1,10 +1,12 @@
 """The report of a run: Markdown and HTML, the charts beside them in charts/.
 
-Order: the verdict table first (which design, for which workload, by how
-much, how sure, on what evidence), then why (lock figures per operation),
-then the charts, lock-order conformance, lockdep reports, the environment
-and the caveats. Everything comes from the run folder (tidy.tsv,
-manifest.json, lockorder.json); nothing is re-measured.
+Order: the duel first (duel_section: chinner against piggin, the answer in
+words, the evidence per kind and per workload), then every kernel against
+the baseline, the scaling prediction, the figures per workload, latency,
+-icount, retries, lockdep and sanitizers, lock-order conformance, the cost
+in code, noise, the environment and the caveats. Everything comes from the
+run folder (tidy.tsv, manifest.json, lockorder.json, scaling.json and what
+run_inputs keeps there); nothing is re-measured.
 """
 
 from __future__ import annotations
@@ -14,15 +16,20 @@ import html
 import json
 import math
 import re
+import shutil
+import statistics
 from pathlib import Path
 
 from harness import lockorder
-from harness.analysis import evidence, stats
-from harness.report import charts, code_cost_section, run_inputs, scaling_section
+from harness.analysis import duel, evidence, retry_counters, stats
+from harness.report import (charts, code_cost, code_cost_section, duel_section, run_inputs,
+                           scaling_section)
 from harness.report.blocks import (Block, Bullets, ChartBlock, ChartRow, Heading,  # noqa: F401
-                                   Para, Table, fmt, outcome_cell, pct)
+                                   Para, Table, fmt, interval, outcome_cell, pct,
+                                   pct_abs, pct_range, plural, reach_text)
+from harness.analysis import scaling_inputs
 from harness.run import matrix, tidy
-from harness.layout import Layout
+from harness.layout import Layout, slug
 
 
 def boots_of(manifest: dict) -> list[dict]:
@@ -37,6 +44,38 @@ def boots_phrase(manifest: dict) -> str:
     return text + (f" ({len(manifest['boots'])} measured by this run, {reused} reused from "
                    "earlier runs)" if reused else "")
 
+
+def _started(directory: str) -> str:
+    """'boots/20261204-135533-mainline-...' -> '2026-12-04 13:55' (the run that booted it)."""
+    stamp = "-".join(directory.split("/")[-1].split("-")[:2])
+    if not re.fullmatch(r"\d{8}-\d{6}", stamp):
+        return "an unrecorded time"
+    return f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]} {stamp[9:11]}:{stamp[11:13]}"
+
+
+def provenance(manifest: dict) -> str:
+    """Where and when the boots were measured: per machine, the runs that started them
+    (a run that reuses cells measured few or none itself)."""
+    machines = manifest.get("machines", {})
+    by_machine: dict[str, dict[str, int]] = {}
+    for b in boots_of(manifest):
+        runs = by_machine.setdefault(b.get("machine", ""), {})
+        when = _started(b["directory"])
+        runs[when] = runs.get(when, 0) + 1
+    parts = []
+    for machine, runs in by_machine.items():
+        info = machines.get(machine)
+        where = (f"{info['cpu_model']}, {info['cores']} cores, {info['accel'].upper()}, host "
+                 f"{', '.join(info['hosts'])}" if info else f"machine {machine or 'unrecorded'}")
+        days: dict[str, list[str]] = {}
+        for when, n in sorted(runs.items()):
+            day, _, clock = when.partition(" ")
+            days.setdefault(day, []).append(f"{clock} ({n})" if clock else f"({n})")
+        parts.append(f"on {where}, by the runs of " + "; ".join(
+            f"{day} at {', '.join(clocks)}" for day, clocks in days.items()))
+    return "; ".join(parts)
+
+
 EVIDENCE_SHORT = {"exact": "lock acquisitions/op (exact)", "icount": "1 vCPU -icount rate",
                   "tcg": "TCG throughput", "scaling": "scaling in one boot"}
 
@@ -50,14 +89,15 @@ def verdict_cells(v: evidence.Verdict, kernels: list[str]) -> list[str]:
             cells.append("")
             continue
         if kernel == v.baseline or v.baseline not in v.summaries:
-            spread = "" if v.evidence == "exact" or s.n < 2 else f" ±{fmt(s.half_width, 2)}"
+            spread = "" if v.evidence == "exact" or s.n < 2 else \
+                f" ({interval(s.low, s.high, 3)})"
             cells.append(f"{fmt(s.mean)}{spread}")
             continue
         outcome = v.outcome(kernel)
         if v.evidence == "exact":
             mark = " (same)" if outcome == "even" else ""
         else:
-            mark = {"unclaimed": " (1 boot)", "even": " ≈"}.get(outcome, " ✓")
+            mark = {"unclaimed": " (no claim)", "even": " ≈"}.get(outcome, " ✓")
         cells.append(f"{pct(v.comparison(kernel).change)}{mark}")
     return cells
 
@@ -74,19 +114,22 @@ def winner_text(v: evidence.Verdict) -> str:
 
 
 def why_text(rows: list[tidy.Row], v: evidence.Verdict, kernels: list[str]) -> str:
-    """The hottest icache lock of each kernel in this case: taken how often, held how long."""
+    """The lock each kernel takes most often per operation in this case, and how many
+    instructions it holds it for (tcg-cs; lockdep-free), not lockdep's hold times."""
     figures = evidence.lock_figures(rows, v.case, v.cpus)
+    lengths = evidence.cs_lengths(rows, v.case)
     parts = []
     for kernel in kernels:
         role, f = evidence.hottest_lock(figures, kernel)
         if role:
-            parts.append(f"{kernel}: {role} {fmt(f['acquisitions_per_op'], 2)}/op, "
-                         f"held {fmt(f['holdtime_per_op'], 2)} µs/op")
+            held = lengths.get((kernel, role))
+            parts.append(f"{kernel}: {role} {fmt(f['acquisitions_per_op'], 2)}/op"
+                         + (f", {fmt(held.mean)} instructions each" if held else ""))
     return "; ".join(parts)
 
 
 def glance_table(verdicts: list[evidence.Verdict], kernels: list[str]) -> Table | None:
-    """Each kernel against the baseline, one row per kind of evidence."""
+    """Each kernel against the baseline, one row per kind of evidence (measurements only)."""
     order = {k: i for i, k in enumerate(kernels)}
     evidence_order = list(EVIDENCE_SHORT)
     out = []
@@ -95,19 +138,28 @@ def glance_table(verdicts: list[evidence.Verdict], kernels: list[str]) -> Table 
                                    evidence_order.index(t.evidence), t.cpus)):
         kind = EVIDENCE_SHORT[t.evidence] + (f", {t.cpus} vCPU" if t.evidence != "icount"
                                                  else "")
-        even = outcome_cell(t.even) + (f"; {t.unclaimed} with one boot, no claim"
-                                       if t.unclaimed else "")
-        out.append([t.kernel, kind, outcome_cell(t.better), even, outcome_cell(t.worse)])
+        out.append([t.kernel, kind, outcome_cell(t.better), outcome_cell(t.even),
+                    outcome_cell(t.worse), str(t.unclaimed), reach_text(t.detectable)])
     if not out:
         return None
-    same = "the same (exact) or inside the noise"
-    return Table(["kernel", "evidence", "better: cases (change)", f"{same}: cases (change)",
-                  "worse: cases (change)"], out)
+    return Table(["kernel", "evidence (measured)", "better: cases (change)",
+                  "the same or inside the noise: cases (change)", "worse: cases (change)",
+                  "no claim", "smallest difference it could show (median)"], out)
+
+
+def prediction_table(rows: list[list[str]]) -> Table | None:
+    """The model's rows, apart from the measurements: a prediction is never "better"."""
+    if not rows:
+        return None
+    return Table(["kernel", "PREDICTION (model, not measured)", "predicted higher: cases",
+                  "predicted within the model's margin: cases", "predicted lower: cases"],
+                 [[r[0], r[1].replace("PREDICTION (model, not measured): ", "") + " (predicted)",
+                   *r[2:]] for r in rows])
 
 
 def verdict_table(rows: list[tidy.Row], verdicts: list[evidence.Verdict],
                   kernels: list[str]) -> Table:
-    header = ["workload", "evidence", *kernels, "winner", "why (hottest icache lock, debug)"]
+    header = ["workload", "evidence", *kernels, "winner", "why (most-taken icache lock)"]
     out = []
     for v in verdicts:
         kind = EVIDENCE_SHORT[v.evidence] + (f", {v.cpus} vCPU" if v.evidence != "icount"
@@ -132,7 +184,10 @@ class ReportBuilder:
             "mainline" if "mainline" in self.kernels else (self.kernels or ["?"])[0])
         self.requested_baseline = baseline
         self.charts_dir = run_dir / "charts"
-        self.charts_dir.mkdir(exist_ok=True)
+        # Everything in charts/ is this report's: a chart an earlier report drew and this
+        # one does not (a renamed or dropped chart) must not stay beside it.
+        shutil.rmtree(self.charts_dir, ignore_errors=True)
+        self.charts_dir.mkdir()
         self.spread = run_inputs.rerun_spread(layout, run_dir)
         self.chart_prefix = ""  # one per machine when the run has several
         self.blocks: list[Block] = []
@@ -158,6 +213,56 @@ class ReportBuilder:
         part.chart_prefix = f"{machine}-"
         return part
 
+    def boots_of_kernel(self, kernel: str, flavour: str) -> int:
+        return sum(1 for b in boots_of(self.manifest)
+                   if f"-{slug(kernel)}-{flavour}-" in "-" + b["directory"].split("/")[-1])
+
+    def record_rows(self) -> list[list[str]]:
+        """The designs' record beyond timing: kernel reports, lock order, code."""
+        designs = [k for k in (duel.FIRST, duel.SECOND) if k in self.kernels]
+        if len(designs) < 2:
+            return []
+        lockdep = evidence.lockdep_counts(self.rows)
+        sanitize = evidence.kernel_reports(self.rows, "sanitize")
+        out = [["lockdep, debug kernels", *[
+            f"{plural(sum(v for (k, _, _), v in lockdep.items() if k == d), 'report')} in "
+            f"{plural(self.boots_of_kernel(d, 'debug'), 'boot')}" for d in designs]],
+               ["lock order: edges its lock-order file does not allow", *[
+                   f"{len(self.conformance.get(d, {}).get('violations', []))} of "
+                   f"{len(self.conformance.get(d, {}).get('edges', []))} edges seen"
+                   if d in self.conformance else "no debug boot" for d in designs]]]
+        if sanitize:
+            out.append(["sanitizers: KASAN, list, object and RCU debugging", *[
+                f"{plural(sum(n for (k, _, _), kinds in sanitize.items() if k == d for n in kinds.values()), 'report')}"
+                f" in {plural(self.boots_of_kernel(d, 'sanitize'), 'boot')}" for d in designs]])
+        out.append(["soak: random mixes", *["not recorded with this run" for _ in designs]])
+        costs = {c.name: c for c in code_cost.costs(self.layout, self.run_dir, self.manifest,
+                                                    self.conformance)}
+        if all(d in costs for d in designs):
+            c = [costs[d] for d in designs]
+            out += [["code: patches of its own", *[str(len(x.patches)) for x in c]],
+                    ["code: lines added / removed", *[f"+{x.review('added')} / "
+                                                      f"-{x.review('removed')}" for x in c]],
+                    ["code: files beyond fs/inode.c and fs.h", *[
+                        str(len([f for f in x.files if f not in code_cost.CORE_FILES]))
+                        for x in c]],
+                    ["retry machinery: trylock sites, retry jumps, cpu_relax()", *[
+                        f"{x.tree('trylocks'):+d}, {x.tree('retry_jumps'):+d}, "
+                        f"{x.tree('cpu_relax'):+d}" for x in c]]]
+        return out
+
+    def duel_context(self) -> duel_section.Context:
+        matrix_info = self.manifest.get("matrix", {})
+        order = None if matrix_info.get("order_seed") else list(matrix_info.get("kernels", []))
+        entries = duel.entries(self.rows, self.kernels, self.spread,
+                               self.run_dir / scaling_inputs.SCALING_JSON, order)
+        cross = [c for a in self.kernels for b in self.kernels if a != b
+                 for c in [evidence.cross_case(self.rows, a, b, self.spread)] if c]
+        covs = [cov for _, _, cov, _ in evidence.noise(self.rows)]
+        return duel_section.Context(entries, cross, self.manifest["host"]["cpus"],
+                                    (min(covs), max(covs)) if covs else None,
+                                    self.record_rows())
+
     # -- sections -----------------------------------------------------------------------
 
     def build(self) -> list[Block]:
@@ -167,14 +272,19 @@ class ReportBuilder:
         where = (f"on a {m['host']['cpus']}-core host under **{m['accel'].upper()}**"
                  if len(machines) <= 1 else
                  f"on {len(machines)} kinds of machine, each reported on its own below")
-        b.append(Heading(1, f"inode-duel: {' vs '.join(self.kernels)}"))
+        designs = [k for k in (duel.FIRST, duel.SECOND) if k in self.kernels]
+        others = [k for k in self.kernels if k not in designs]
+        b.append(Heading(1, "inode-duel: " + " against ".join(designs) + (
+            f" ({', '.join(others)} for reference)" if others else "")))
         b.append(Para(
-            f"Run {self.run_dir.name}, {m['created']}: {boots_phrase(m)}; the run took "
-            f"{fmt(m['wall_seconds'] / 60, 2)} minutes {where}; baseline **{self.baseline}**"
+            f"Run {self.run_dir.name}, written {m['created']}: {boots_phrase(m)}, measured "
+            f"{provenance(m)} (boots per run in brackets); this run itself took "
+            f"{fmt(m['wall_seconds'], 2)} s {where}. Source: Debian linux-source-6.1 "
+            + ", ".join(sorted({k['package_version'] for k in m['kernels'].values()}))
+            + f". Secondary comparisons use **{self.baseline}** as the baseline"
             + (f" ({self.requested_baseline} was asked for but is not in this run)"
                if self.requested_baseline and self.requested_baseline != self.baseline else "")
-            + ". Source: Debian linux-source-6.1 "
-            + ", ".join(sorted({k['package_version'] for k in m['kernels'].values()})) + "."))
+            + "."))
         if len(machines) <= 1:
             self.measurement_sections()
         else:
@@ -187,9 +297,12 @@ class ReportBuilder:
 
     def measurement_sections(self) -> None:
         """Everything read from the rows (of one machine)."""
+        scaling = self.scaling.blocks()  # writes scaling.json, which the duel reads
+        self.blocks += duel_section.blocks(self.duel_context(), self.rows, self.kernels)
         self.verdict_section()
-        self.blocks += self.scaling.blocks()
+        self.blocks += scaling
         self.cases_section()
+        self.latency_section()
         self.icount_section()
         self.retries_section()
         self.lockdep_section()
@@ -202,48 +315,89 @@ class ReportBuilder:
 
     def verdict_section(self) -> None:
         verdicts = evidence.verdicts(self.rows, self.baseline, self.kernels, self.spread)
-        self.blocks.append(Heading(2, "Verdict"))
+        self.blocks.append(Heading(2, f"Every kernel against {self.baseline} (secondary)"))
         self.blocks.append(Para(
-            "Per workload and evidence: the baseline's value (mean ± half the 95% interval) "
-            "and every other kernel's change against it. ✓: the 95% intervals do not overlap "
-            "(significant); ≈: the difference is inside the noise; (1 boot): no interval, so "
-            "no claim; lock counts are exact, so any difference there is real. The exact "
-            "counts and the -icount single-thread "
-            "rates carry the verdict on this machine; TCG wall-clock throughput is shown with "
-            "its noise and decides only where the intervals separate."))
+            f"Per workload and evidence: {self.baseline}'s value (mean and 95% interval, on "
+            "log values for rates) and every other kernel's change against it. Exact counts "
+            f"are the same (same) when they differ by at most "
+            f"{pct_abs(evidence.EXACT_TOLERANCE)} or {fmt(evidence.EXACT_FLOOR, 1)} "
+            "acquisitions/op, what kernel threads add to a "
+            "counting window; any larger difference counts. ✓: separated (timed figures: the "
+            f"{stats.INTERVAL_METHOD} excludes 1, or every boot of one kernel lies beyond "
+            f"every boot of the other and the {stats.RANK_METHOD} has p < {stats.ALPHA}; "
+            "-icount: outside the intervals and beyond the measured rerun spread of its "
+            "workload); ≈: inside the noise; (no claim): one boot on a side, or -icount "
+            f"without a measured rerun spread. {self.baseline} already has {duel.FIRST}'s "
+            "lock order, so this view frames the ancestor and the two designs against "
+            "today's kernel; the duel itself is above."))
         if not verdicts:
             self.blocks.append(Para("No measurements in this run."))
             return
         glance = glance_table(verdicts, self.kernels)
         if glance:
-            glance.rows += self.scaling.glance_rows()
             self.blocks.append(Para(
-                f"At a glance: in how many workload cases each kernel beats "
-                f"{self.baseline}, matches it, or loses to it, by kind of evidence, with the "
-                f"range of the changes (for lock acquisitions, a negative change is better)."))
+                f"At a glance, measurements only: in how many workload cases each kernel "
+                f"beats {self.baseline}, matches it, or loses to it, by kind of evidence, with "
+                f"the range of the changes (for lock acquisitions, a negative change is "
+                f"better) and the smallest difference each comparison could have shown."))
             self.blocks.append(glance)
+        flagged = [c for a in self.kernels if a != self.baseline
+                   for c in [evidence.cross_case(self.rows, a, self.baseline, self.spread)]
+                   if c and c.flagged]
+        for c in flagged:
+            self.blocks.append(Para(
+                f"**{c.kernel}'s timed figures are flagged** by the cross-case check: higher "
+                f"than {c.against}'s in {c.wins} of {c.cells} timed cells (sign test p = "
+                f"{c.p:.2g}) while -icount puts their instructions {pct_abs(c.icount_median)} "
+                f"apart (median): its timed 'better' cases above may be how this host runs "
+                "it, not its code."))
+        predicted = prediction_table(self.scaling.glance_rows())
+        if predicted:
+            self.blocks.append(Para(
+                f"The queueing model's predictions against {self.baseline}, kept apart from "
+                "the measurements (section \"Scaling prediction\"):"))
+            self.blocks.append(predicted)
         exact_chart = self.exact_chart(verdicts)
         if exact_chart:
             self.blocks.append(exact_chart)
-        if glance or exact_chart:
-            self.blocks.append(Para("Case by case:"))
+        self.blocks.append(Para("Case by case:"))
         self.blocks.append(verdict_table(self.rows, verdicts, self.kernels))
         for kind, text in evidence.EVIDENCE.items():
             self.blocks.append(Para(f"*{EVIDENCE_SHORT[kind]}*: {text}."))
 
     def exact_chart(self, verdicts: list[evidence.Verdict]) -> ChartBlock | None:
-        """The exact lock counts of every case in one picture: the sharpest evidence."""
+        """The exact lock counts of every case, shared locks and i_lock apart."""
         exact = [v for v in verdicts if v.evidence == "exact"]
         if not exact:
             return None
-        values = {(v.case.label, k): s.mean for v in exact for k, s in v.summaries.items()}
+        cpus = exact[0].cpus
+        shared = duel.shared_roles(self.rows)
+        panels, shown, hidden = [], [], []
+        for v in exact:
+            totals = [sum(v.values.get(k, [0.0])) / max(1, len(v.values.get(k, [])))
+                      for k in v.values]
+            (shown if max(totals, default=0) >= evidence.EXACT_FLOOR else hidden).append(v)
+        for label, roles in (("shared locks / op", shared),
+                             ("i_lock (per inode) / op", duel.PER_INODE_ROLES)):
+            values = {}
+            for v in shown:
+                for kernel, found in evidence.acquisition_values(self.rows, v.case, cpus,
+                                                                 roles).items():
+                    values[v.case.label, kernel] = sum(found) / len(found)
+            panels.append((label, values))
+        if not shown:
+            return None
         chart = charts.clustered_bars(self.chart_stem("exact-acquisitions"),
                                       "icache lock acquisitions per operation "
                                       "(exact; lower is better)",
-                                      [v.case.label for v in exact], self.kernels,
-                                      [("acquisitions / op", values)], self.kernels)
-        return ChartBlock(chart, f"All icache lock acquisitions per operation, every workload, "
-                             f"debug kernels at {exact[0].cpus} vCPU (exact counts)")
+                                      [v.case.label for v in shown], self.kernels, panels,
+                                      self.kernels)
+        caption = (f"Icache lock acquisitions per operation, debug kernels at {cpus} vCPU "
+                   "(exact counts): the locks inodes share, and each inode's own i_lock")
+        if hidden:
+            caption += (f"; not drawn, below {fmt(evidence.EXACT_FLOOR, 1)}/op in every kernel: "
+                        + ", ".join(v.case.label for v in hidden))
+        return ChartBlock(chart, caption)
 
     def cases_section(self) -> None:
         self.blocks.append(Heading(2, "Workloads: throughput and lock figures per operation"))
@@ -253,18 +407,19 @@ class ReportBuilder:
         for case in evidence.cases(self.rows):
             self.blocks.append(Heading(3, case.label))
             figures = ChartRow()
-            series: dict[str, list[tuple[float, float, float]]] = {}
+            series: dict[str, list[tuple[float, float, float, float]]] = {}
             unit = ""
             for cpus in timed_cpus:
                 summaries, unit = evidence.throughput(self.rows, case, mode, cpus)
                 for kernel, s in summaries.items():
-                    series.setdefault(kernel, []).append((cpus, s.mean, s.half_width))
+                    series.setdefault(kernel, []).append((cpus, s.mean, s.low, s.high))
             if series:
                 chart = charts.lines_with_errors(
                     self.chart_stem(f"throughput-{case.slug}"), f"{case.label}: throughput",
                     "vCPUs", unit, series, self.kernels)
                 figures.items.append(ChartBlock(chart, f"Throughput against vCPUs ({mode.upper()}, "
-                                                   "perf kernels), mean and 95% interval"))
+                                                   "perf kernels), mean and 95% interval (on "
+                                                   "log values)"))
             if debug_cpus:
                 cpus = debug_cpus[-1]
                 lock_chart = self.lock_chart(case, cpus)
@@ -287,8 +442,10 @@ class ReportBuilder:
         if not roles:
             return None
         panels = []
+        boots = len({r.cell for r in self.rows if r.flavour == "debug" and r.cpus == cpus
+                     and evidence._in_case(r, case) and r.kernel == self.kernels[0]})
         for metric, label in (("acquisitions_per_op", "acquisitions / op"),
-                              ("holdtime_per_op", "hold µs / op"),
+                              ("holdtime_per_op", "hold µs / op, lockdep-inflated"),
                               ("contentions_per_op", "contentions / op")):
             panels.append((label, {(role, k): v for (k, role, m), v in figures.items()
                                    if m == metric}))
@@ -297,7 +454,10 @@ class ReportBuilder:
                                       f"{case.label}: icache locks per operation, {cpus} vCPU",
                                       roles, kernels, panels, self.kernels)
         return ChartBlock(chart, f"Lock acquisitions, hold time and contentions per operation by "
-                             f"icache lock, debug kernels at {cpus} vCPU")
+                             f"icache lock, debug kernels at {cpus} vCPU, "
+                             f"{plural(boots, 'boot')} each. Hold times include lockdep's "
+                             "bookkeeping (hundreds of instructions per acquisition): compare "
+                             "kernels, never read them as costs")
 
     def lock_table(self, case: evidence.Case, debug_cpus: list[int]) -> Table | None:
         out = []
@@ -313,31 +473,98 @@ class ReportBuilder:
                                 fmt(f["waittime_per_op"])])
         if not out:
             return None
-        return Table(["vCPUs", "kernel", "icache lock", "acquisitions/op", "hold µs/op",
-                      "contentions/op", "wait µs/op"], out)
+        return Table(["vCPUs", "kernel", "icache lock", "acquisitions/op",
+                      "hold µs/op (lockdep-inflated)", "contentions/op",
+                      "wait µs/op (lockdep-inflated)"], out)
+
+    def latency_section(self) -> None:
+        """p50 and p99 per operation, as the programs measured them in the perf boots."""
+        mode = evidence.plain_mode(self.rows)
+        table = []
+        for case, cpus, procs in evidence.timed_cells(self.rows, mode):
+            p50 = evidence.latency_values(self.rows, case, mode, cpus, procs, "p50")
+            p99 = evidence.latency_values(self.rows, case, mode, cpus, procs, "p99")
+            if not p99:
+                continue
+            cells = []
+            for kernel in self.kernels:
+                if kernel not in p99:
+                    cells.append("")
+                    continue
+                low, high = min(p99[kernel]), max(p99[kernel])
+                median = statistics.median(p50.get(kernel, [math.nan]))
+                cells.append(f"{fmt(median / 1e6, 2)} / {fmt(statistics.median(p99[kernel]) / 1e6, 2)}"
+                             f" ({interval(low / 1e6, high / 1e6)})")
+            table.append([case.label, duel._cells(cpus, procs), *cells])
+        if not table:
+            return
+        self.blocks.append(Heading(2, "Latency per operation"))
+        self.blocks.append(Para(
+            f"The median (p50) and 99th-percentile (p99) time of one operation in ms, as the "
+            f"workload programs measured them in the perf boots ({mode.upper()}, wall clock): "
+            "the median over boots of each, and in brackets the lowest and highest p99 of "
+            "the boots. A p99 far above the others with the same p50 is an operation that "
+            "waits now and then (a lock, a grace period, I/O), not one that works more."))
+        self.blocks.append(Table(["workload", "vCPUs", *[f"{k} p50 / p99 (p99 range)"
+                                                         for k in self.kernels]], table))
 
     def icount_section(self) -> None:
         cases = evidence.cases(self.rows)
-        values: dict[tuple[str, str], float] = {}
-        table = []
+        changes: dict[str, dict[str, tuple[float, float, float]]] = {}
+        table, stalls = [], []
         for case in cases:
             summaries, unit = evidence.throughput(self.rows, case, "tcg-icount", 1)
+            stalled = evidence.stalled_boots(self.rows, case)
+            stalls += [(case, s) for s in stalled]
+            base = summaries.get(self.baseline)
             for kernel, s in summaries.items():
-                values[case.label, kernel] = s.mean
-                table.append([case.label, kernel, f"{fmt(s.mean)} {unit}", str(s.n),
-                              "n/a" if math.isnan(s.cov) else f"{s.cov * 100:.2f}%"])
+                ratio = stats.ratio(s, base) if base and kernel != self.baseline else None
+                if ratio:
+                    changes.setdefault(kernel, {})[case.label] = (
+                        (s.mean / base.mean - 1) * 100, (ratio.low - 1) * 100,
+                        (ratio.high - 1) * 100)
+                table.append([case.label, kernel, f"{fmt(s.mean, 4)} {unit}",
+                              (f"{pct(s.mean / base.mean - 1)}"
+                               + (f" ({pct_range(ratio.low - 1, ratio.high - 1)})"
+                                  if ratio and pct(ratio.low - 1) != pct(ratio.high - 1)
+                                  else "")) if base and kernel != self.baseline
+                              else "", str(s.n) + "".join(
+                                  f" (repetition {x.repetition} stalled)" for x in stalled
+                                  if x.kernel == kernel),
+                              "n/a" if math.isnan(s.cov) else f"{fmt(s.cov * 100, 2)}%"])
         if not table:
             return
         self.blocks.append(Heading(2, "Single-thread cost: 1 vCPU under -icount"))
         self.blocks.append(Para(
             "QEMU's -icount counts guest instructions as time, so these rates measure the "
-            "instructions each kernel spends per operation, not the host's mood."))
-        groups = [c.label for c in cases if any((c.label, k) in values for k in self.kernels)]
-        chart = charts.clustered_bars(self.chart_stem("icount"), "Single-thread rate (-icount)",
-                                      groups, self.kernels, [("operations / emulated s", values)],
-                                      self.kernels)
-        self.blocks.append(ChartBlock(chart, "Operations per emulated second at 1 vCPU"))
-        self.blocks.append(Table(["workload", "kernel", "rate", "boots", "CoV"], table))
+            "instructions each kernel spends per operation, not the host's mood. With one "
+            "vCPU the guest kernel patches its lock prefixes out (uniprocessor alternatives), "
+            "so an atomic instruction costs no more than a plain one here."))
+        groups = [c.label for c in cases if any(c.label in v for v in changes.values())]
+        if groups:
+            chart = charts.points_with_errors(
+                self.chart_stem("icount"), f"Single-thread rate (-icount) against "
+                f"{self.baseline}", groups, f"% change against {self.baseline}", changes,
+                self.kernels, marks={0.0: ""}, clip=True)
+            self.blocks.append(ChartBlock(chart, f"Change of operations per emulated second "
+                                                 f"at 1 vCPU against {self.baseline}, in %, "
+                                                 "with its 95% interval: each workload's rate "
+                                                 "has its own unit, so only changes share an "
+                                                 "axis. A bar that runs off the frame is a "
+                                                 "kernel whose boots disagree (a stall in one "
+                                                 "of them)"))
+        self.blocks.append(Table(["workload", "kernel", "rate", f"change against "
+                                  f"{self.baseline} (95% interval)", "boots", "CoV"], table))
+        if stalls:
+            self.blocks.append(Para(
+                f"Stalled boots: a boot whose rate is more than "
+                f"{pct_abs(evidence.STALL_DROP)} below the median of every boot of its case "
+                "while its median operation is no slower: one operation waited (I/O under "
+                "-icount lets the virtual clock run on), the code did not change. A "
+                "comparison with such a boot is not claimed; the boot wants a rerun. "
+                + "; ".join(f"{case.label}: {x.kernel} repetition {x.repetition} "
+                            f"{pct(x.drop)}, slowest operation {fmt(x.slowest_ns / 1e6, 2)} ms"
+                            for case, x in stalls) + "."))
         self.rerun_subsection()
 
     def rerun_subsection(self) -> None:
@@ -351,23 +578,31 @@ class ReportBuilder:
                 "own intervals, which with two boots have one degree of freedom. "
                 "`python3 -m harness.run.icount_spread` measures it."))
             return
+        cores = self.manifest["host"]["cpus"]
+        busy = (f" **That is more than the host's {cores} cores: the spread was measured on a "
+                "busy host and may be wider than a quiet one gives.**"
+                if s.host_load[1] > cores else "")
+        missing = [c.label for c in evidence.cases(self.rows) if c.label not in s.cases]
         self.blocks.append(Para(
             f"The same {s.kernel} perf image booted {s.boots} times under -icount at 1 vCPU, "
             f"{s.fresh_disks} of them each on an ext4 image made anew (as a fresh clone's "
             f"run makes its own), {s.measured}, while the host's 1-minute load average was "
-            f"{s.host_load[0]:.1f}-{s.host_load[1]:.1f}: {s.source}. "
+            f"{fmt(s.host_load[0], 2)}-{fmt(s.host_load[1], 2)}.{busy} Source: {s.source}. "
             "Rerun spread: the coefficient of variation of its rate over all those boots "
             "(beside it, over the boots that shared one ext4 image and over those that each "
             "had a fresh one). A "
             "difference between two kernels counts (✓) only where the run's 95% intervals "
             "separate **and** it exceeds the 95% quantile of what two means of as many boots "
             "differ by on a rerun (the smallest claimable difference below). The spread is "
-            "of one kernel; the rule assumes the others' is alike."))
+            "of one kernel; the rule assumes the others' is alike."
+            + (f" **Not measured for {plural(len(missing), 'case')}** ({', '.join(missing)}): "
+               "no -icount difference is claimed there, however far apart the run's boots."
+               if missing else "")))
         verdicts = [v for v in evidence.verdicts(self.rows, self.baseline, self.kernels, s)
                     if v.evidence == "icount"]
 
         def share(sd: float | None) -> str:
-            return "n/a" if sd is None else f"{sd * 100:.3f}%"
+            return "n/a" if sd is None else pct(sd).lstrip("+")
 
         rows, claimed, kept = [], 0, 0
         for v in verdicts:
@@ -382,56 +617,78 @@ class ReportBuilder:
                 before, after = v.outcome_by_intervals(kernel), v.outcome(kernel)
                 claimed += before in ("better", "worse")
                 kept += after in ("better", "worse")
-                if before != after:
+                if before != after and spread is not None:
                     changed.append(f"{kernel} {pct(c.change)}: {before} → {after}")
             rows.append([v.case.label,
-                         f"{spread.relative_sd * 100:.3f}%" if spread else "not measured",
+                         pct(spread.relative_sd).lstrip("+") if spread else "not measured",
                          share(spread.same_image_sd) if spread else "",
                          share(spread.fresh_image_sd) if spread else "",
-                         f"{pct(spread.low)} to {pct(spread.high)}" if spread else "",
-                         "n/a" if math.isnan(floor) else f"{floor * 100:.2f}%",
-                         "; ".join(changed) or "none"])
+                         pct_range(spread.low, spread.high) if spread else "",
+                         "n/a" if math.isnan(floor) else pct(floor).lstrip("+"),
+                         "; ".join(changed) or ("none" if spread else "no claim: "
+                                                "spread not measured")])
         self.blocks.append(Table(["workload", "rerun spread (CoV)", "same ext4 image",
                                   "fresh ext4 images", "range seen",
                                   "smallest claimable difference", "verdicts the spread changes"],
                                  rows))
         self.blocks.append(Para(
-            f"By the run's intervals alone {claimed} -icount comparisons with {self.baseline} "
-            f"were claimed better or worse; {kept} exceed the rerun spread as well and are "
-            "claimed above. The others are marked ≈: a rerun could turn them either way."))
+            f"By the run's intervals alone {plural(claimed, 'comparison')} of -icount rates "
+            f"with {self.baseline} would be claimed better or worse; {kept} of them exceed a "
+            "measured rerun spread as well and are claimed above. The others could turn "
+            "either way on a rerun, or their workload's spread was never measured."))
 
     def retries_section(self) -> None:
-        cpus_list = sorted({r.cpus for r in self.rows if r.flavour == "debug"})
-        table, values, groups, counters = [], {}, [], set()
-        for cpus in cpus_list:
-            for (kernel, label, counter), value in sorted(evidence.retries(self.rows, cpus).items()):
-                counters.add((kernel, counter))
-                group = f"{label} ({cpus} vCPU)"
-                values[group, kernel] = values.get((group, kernel), 0.0) + value
-                if group not in groups:
-                    groups.append(group)
-                if value:
-                    table.append([str(cpus), label, kernel, counter, fmt(value)])
         self.blocks.append(Heading(2, "The price of the lock order: retries per operation"))
+        cpus_list = sorted({r.cpus for r in self.rows if r.flavour == "debug"})
+        found = {cpus: evidence.retries(self.rows, cpus) for cpus in cpus_list}
+        counters = sorted({(k, c) for per in found.values() for (k, _, c) in per})
         if not counters:
             self.blocks.append(Para(
-                "No kernel in this run exports /proc/icache_retries (trylock retries of "
-                "piggin, state re-checks after drop-and-reacquire of chinner)."))
+                "No kernel in this run exports /proc/icache_retries (the retry counters the "
+                "two series add to their debug kernels)."))
             return
-        chart = charts.clustered_bars(self.chart_stem("retries"),
-                                      "Retries per operation, all counters of a kernel",
-                                      groups, self.kernels, [("retries / op", values)],
-                                      self.kernels)
-        self.blocks.append(ChartBlock(chart, "Trylock retries (piggin) and re-checks that found "
-                                         "the state changed (chinner), per operation, summed "
-                                         "over each kernel's counters"))
-        never = sorted(f"{k} {c}" for k, c in counters - {(row[2], row[3]) for row in table})
+        self.blocks.append(Para(
+            "Each series counts its own sites in /proc/icache_retries (debug kernels only), "
+            "and the two count different things: one increment of each kind means what the "
+            "table says, so counters of different kinds are never added up or compared as "
+            "one number. Per operation, mean over the debug boots; 4 vCPUs and more on this "
+            "host are oversubscribed (counts, not timings)."))
+        catalogue = [[f"{k} {c}", retry_counters.describe(c, k).kind,
+                      retry_counters.describe(c, k).what] for k, c in counters]
+        self.blocks.append(Table(["counter", "kind", "what one increment is"], catalogue))
+        self.blocks.append(Para("Kinds: " + "; ".join(
+            f"*{kind}*: {text}" for kind, text in retry_counters.KINDS.items()
+            if any(row[1] == kind for row in catalogue)) + "."))
+        table, moved = [], set()
+        for kernel, counter in counters:
+            values = {(label, f"{cpus} vCPU" + ("s" if cpus > 1 else "")): v
+                      for cpus, per in found.items()
+                      for (k, label, c), v in per.items() if (k, c) == (kernel, counter) and v}
+            if not values:
+                continue
+            moved.add((kernel, counter))
+            for (label, cells), value in sorted(values.items()):
+                table.append([f"{kernel} {counter}", label, cells, fmt(value)])
+            self.blocks.append(self.retry_chart(kernel, counter, values))
+        never = [f"{k} {c}" for k, c in counters if (k, c) not in moved]
         self.blocks.append(Para(
             f"Counters that stayed at zero in every workload: {', '.join(never)}."
             if never else "Every counter moved in some workload."))
         if table:
-            self.blocks.append(Table(["vCPUs", "workload", "kernel", "counter", "per op"],
-                                     table))
+            self.blocks.append(Table(["counter", "workload", "vCPUs", "per op"], table))
+
+    def retry_chart(self, kernel: str, counter: str,
+                    values: dict[tuple[str, str], float]) -> ChartBlock:
+        """One counter: per operation, the cases where it fired, one bar per vCPU count."""
+        described = retry_counters.describe(counter, kernel)
+        groups = list(dict.fromkeys(label for label, _ in sorted(values)))
+        cells = sorted({c for _, c in values}, key=lambda c: int(c.split()[0]))
+        chart = charts.clustered_bars(
+            self.chart_stem(f"retries-{kernel}-{counter}"),
+            f"{kernel} {counter} ({described.kind}) per operation", groups, cells,
+            [("per op", values)], cells, colours=charts.NEUTRAL[:len(cells)])
+        return ChartBlock(chart, f"{kernel} {counter}: {described.what}. Kind: "
+                                 f"{described.kind}, {retry_counters.KINDS[described.kind]}")
 
     def lockdep_section(self) -> None:
         counts = evidence.lockdep_counts(self.rows)
@@ -439,13 +696,22 @@ class ReportBuilder:
         if not counts:
             self.blocks.append(Para("No debug boots in this run."))
             return
-        columns = sorted({f"{w}/{fs}" for (_, w, fs) in counts})
-        values = {(k, f"{w}/{fs}"): v for (k, w, fs), v in counts.items()}
         kernels = [k for k in self.kernels if any(k == key[0] for key in counts)]
-        chart = charts.heatmap(self.chart_stem("lockdep"), "Lockdep reports per kernel and "
-                               "workload (debug kernels)", columns, kernels, values)
-        self.blocks.append(ChartBlock(chart, "Lockdep reports; after the first, lockdep is off for "
-                                         "the rest of that boot, so a count of 1 means at least one"))
+        if any(counts.values()):
+            columns = sorted({f"{w}/{fs}" for (_, w, fs) in counts})
+            values = {(k, f"{w}/{fs}"): v for (k, w, fs), v in counts.items()}
+            chart = charts.heatmap(self.chart_stem("lockdep"), "Lockdep reports per kernel and "
+                                   "workload (debug kernels)", columns, kernels, values)
+            self.blocks.append(ChartBlock(chart, "Lockdep reports; after the first, lockdep is "
+                                                 "off for the rest of that boot, so a count of "
+                                                 "1 means at least one"))
+        else:
+            cases = sorted({(w, fs) for (_, w, fs) in counts})
+            self.blocks.append(Para(
+                f"0 lockdep reports in the debug boots of {', '.join(kernels)} ("
+                + ", ".join(f"{k} {plural(self.boots_of_kernel(k, 'debug'), 'boot')}"
+                            for k in kernels)
+                + f") over {plural(len(cases), 'workload case')}."))
         found = [(b["directory"], r) for b in boots_of(self.manifest) for r in b["reports"]]
         if found:
             self.blocks.append(Table(["boot", "kind", "title"],
@@ -535,7 +801,7 @@ class ReportBuilder:
             ticks = [k.split("@")[1] for k in kernels]
             for kind, pick in (("exact", "acquisitions/op"), ("icount", "ops/s"),
                                ("tcg", "ops/s")):
-                series: dict[str, list[tuple[float, float, float]]] = {}
+                series: dict[str, list[tuple[float, float, float, float]]] = {}
                 for v in evidence.verdicts(self.rows, self.baseline, kernels, self.spread):
                     if v.evidence != kind:
                         continue
@@ -543,8 +809,7 @@ class ReportBuilder:
                     for i, k in enumerate(kernels):
                         s = v.summaries.get(k)
                         if s:
-                            hw = s.half_width if math.isfinite(s.half_width) else 0.0
-                            series.setdefault(label, []).append((i, s.mean, hw))
+                            series.setdefault(label, []).append((i, s.mean, s.low, s.high))
                 if not series:
                     continue
                 chart = charts.lines_with_errors(
@@ -560,9 +825,10 @@ class ReportBuilder:
         self.blocks.append(Heading(2, "Noise of the timed runs"))
         self.blocks.append(Para(
             "Worst coefficient of variation over kernels for each timed case, and the "
-            "smallest difference a comparison with the baseline could detect (the sum of the "
-            "two 95% half-widths, relative to the baseline mean). Steps run while other host "
-            "processes used more than a quarter of a core were measured again (reruns)."))
+            "smallest difference a comparison with the baseline could detect (the half-width "
+            "of the 95% interval of the ratio of the two, on log values, at its widest over "
+            "the kernels). Steps run while other host processes used more than a quarter of "
+            "a core were measured again (reruns)."))
         rows = []
         mode = evidence.plain_mode(self.rows)
         for case, cpus, cov, reruns in noise:
@@ -570,8 +836,8 @@ class ReportBuilder:
             detectable = [stats.Comparison(s, summaries[self.baseline]).detectable
                           for k, s in summaries.items()
                           if k != self.baseline and self.baseline in summaries]
-            rows.append([case.label, str(cpus), f"{cov * 100:.1f}%",
-                         f"{max(detectable) * 100:.0f}%" if detectable else "n/a",
+            rows.append([case.label, str(cpus), f"{fmt(cov * 100, 2)}%",
+                         pct(max(detectable)).lstrip("+") if detectable else "n/a",
                          str(int(reruns))])
         self.blocks.append(Table(["workload", "vCPUs", "worst CoV", "detectable difference",
                                   "reruns"], rows))
@@ -617,7 +883,8 @@ class ReportBuilder:
         if m["accel"] == "tcg":
             covs = [cov for _, _, cov, _ in evidence.noise(self.rows)]
             varied = (f"Wall-clock throughput varied between boots of one kernel by a "
-                      f"coefficient of variation of {min(covs) * 100:.1f}-{max(covs) * 100:.1f}% "
+                      f"coefficient of variation of {fmt(min(covs) * 100, 2)}-"
+                      f"{fmt(max(covs) * 100, 2)}% "
                       f"in this run (worst kernel of each timed case, see the noise table)"
                       if covs else "Wall-clock throughput was measured once per case, so "
                       "this run cannot say how much it varies between boots")
@@ -635,7 +902,8 @@ class ReportBuilder:
             for cpus, mode, _ in over:
                 counts[cpus, mode] = counts.get((cpus, mode), 0) + 1
             notes.append("Oversubscribed, not timed: " + "; ".join(
-                f"{n} cells at {cpus} vCPUs ({mode})" for (cpus, mode), n in sorted(counts.items()))
+                f"{plural(n, 'cell')} at {cpus} vCPUs ({mode})"
+                for (cpus, mode), n in sorted(counts.items()))
                 + ". Their throughput is left out of every timing, chart and verdict; their "
                 "exact lock counts are kept.")
         notes += [
@@ -647,8 +915,14 @@ class ReportBuilder:
             "(&lru->node[i].lock): the lru role counts both.",
             "lock_stat prints class names truncated to 37 characters and name versions as one "
             "digit; figures are summed by role, never keyed by a single class name.",
-            "Hold times come from debug kernels, whose lockdep bookkeeping inflates every "
-            "critical section; compare them between kernels, not with production numbers.",
+            "Hold and wait times come from debug kernels, whose lockdep bookkeeping inflates "
+            "every critical section; they are shown per workload, never as a cost. Critical "
+            "sections as the perf kernels run them are the tcg-cs instruction counts.",
+            "Under -icount at 1 vCPU the guest kernel runs its uniprocessor alternatives: lock "
+            "prefixes are patched out, so atomic instructions cost what plain ones do there.",
+            f"Every timed comparison is a test at {stats.ALPHA}: over many comparisons about "
+            f"one in {round(1 / stats.ALPHA)} is claimed by chance alone, which is why the "
+            "cross-case check looks for patterns over all of them.",
         ]
         self.blocks.append(Heading(2, "Caveats"))
         self.blocks.append(Bullets(notes))

@@ -178,7 +178,7 @@ class Section:
             "counted, holding it for its critical section plus a lock hand-off (cache-line "
             "transfer) when another CPU had it. Knobs: hand-off "
             f"**{HANDOFF_NS:g} ns** (band {HANDOFF_BAND[0]:g}-{HANDOFF_BAND[1]:g} ns, the "
-            "shaded areas: published x86 core-to-core transfer latencies, within a socket to "
+            "dotted edges: published x86 core-to-core transfer latencies, within a socket to "
             f"across sockets); **{NS_PER_INSN:g} ns per instruction** on the target machine "
             f"(band {NS_PER_INSN_BAND[0]:g}-{NS_PER_INSN_BAND[1]:g}; it scales every "
             "operation's measured time but not the hand-off, so it sets how much the hand-off "
@@ -220,7 +220,7 @@ class Section:
                 f"{case.label}: PREDICTED throughput", unit, bands, measured, self.kernels)
             out.append(doc.ChartBlock(chart, (
                 f"{case.label}: predicted throughput at 1-{MAX_CPUS} CPUs (log-log), line at "
-                f"{HANDOFF_NS:g} ns hand-off, shaded {HANDOFF_BAND[0]:g}-{HANDOFF_BAND[1]:g} ns. "
+                f"{HANDOFF_NS:g} ns hand-off, dotted edges at {HANDOFF_BAND[0]:g}-{HANDOFF_BAND[1]:g} ns. "
                 "Points: the measured TCG throughput at 1 and 2 vCPUs (perf kernels, mean and "
                 "95% interval), scaled so the 1-vCPU mean sits on the model's 1-CPU rate: "
                 "their 2-over-1 ratio is the measurement")))
@@ -256,7 +256,7 @@ class Section:
                              f"{prediction.at(AT_CPUS).utilization.get(name, 0.0) * 100:.0f}%"
                              if name else "-",
                              str(half) if half else f"never (to {MAX_CPUS})",
-                             f"{_num(mid)} ({_num(low)}-{_num(high)})", versus])
+                             f"{_num(mid)} ({doc.interval(low, high, 3)})", versus])
             if rows:
                 out.append(doc.Para(f"**{kernel}**"))
                 out.append(doc.Table(["workload", "capping lock (scope)",

@@ -1,45 +1,53 @@
 """The slide deck of a run: RUN_DIR/slides.pdf, at most 12 slides for a 15-minute slot.
 
-One message per slide, as its title, computed from the run like every
-number on it; charts drawn again for the slide's size with large type.
-The order: the question, the two designs, the evidence at a glance, the
-exact lock cost, the single-thread cost, the scaling prediction (a slide
-that says "not in this run" when the run has none), lockdep and sanitizers,
-the cost in code, how the -icount verdicts fare on a rerun, the verdict and
-the caveats.
+Built around the answer to the question the project exists for, chinner
+against piggin: the question and the three designs; the answer; then one
+message per slide, each title computed from the run like every number on
+it (the lock orders, where the lock traffic differs, the critical sections,
+retries, single-thread cost, the one large timed difference, the timing
+pattern that is not the code's, the model's prediction, the record); last,
+what would change the answer. Every figure on a slide is one the report
+shows (deck_text checks it, with the other text defects a reader would
+catch); charts are drawn again for the slide with large type.
 
-The scaling prediction comes from the report: a level-2 section whose
-heading starts with "Scaling prediction" lends its first chart and first
-paragraph to the slide.
+The scaling prediction comes from the report: the level-2 section whose
+heading starts with "Scaling prediction" lends a chart to the slide.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from datetime import datetime
 from pathlib import Path
 
-from harness.analysis import evidence
-from harness.analysis.scaling_inputs import HANDOFF_BAND, HANDOFF_NS
-from harness.layout import Layout, slug
-from harness.report import (charts, code_cost, code_cost_section, document, run_inputs,
-                            scaling_section)
-from harness.report.svg_pages import Bullets, Grid, Page, Picture, Text, SMALL_PX, write_pdf
+from harness.analysis import duel, evidence, retry_counters
+from harness.analysis.duel import FIRST, SECOND
+from harness.layout import Layout
+from harness.report import charts, deck_text, document, duel_section, run_inputs
+from harness.report.blocks import pct_abs, plural
+from harness.report.duel_section import change_text, span_text
+from harness.report.svg_pages import (Bullets, Grid, Page, Picture, Text, SMALL_PX, page_text,
+                                      write_pdf)
 
 MAX_SLIDES = 12
-# The two designs of the duel; mainline and base are the references they are held against.
-DESIGNS = ("chinner", "piggin")
-# The -icount table's rows that stay readable on a projector; cases where no
-# kernel is apart are folded into one line beyond it.
-ICOUNT_ROWS = 14
-SLIDE_STYLE = charts.Style(font="DejaVu Sans,22", size=(1480, 600), line_width=4)
+CHART_PX = 26
+KEY = "outside top center horizontal"
+SLIDE_STYLE = charts.Style(font=f"DejaVu Sans,{CHART_PX}", size=(1480, 620), line_width=4,
+                           key=KEY)
+# For a slide with a line of text under its chart: the chart keeps its type size.
+SHORT_STYLE = charts.Style(font=f"DejaVu Sans,{CHART_PX}", size=(1480, 470), line_width=4,
+                           key=KEY)
 SCALING_HEADING = "Scaling prediction"
-# Column names short enough for large type.
-# A workload whose -icount rate repeats this closely (CoV) is called tight on the slide.
-TIGHT = 0.001
-SHORT = {"exact": "locks/op", "icount": "-icount", "tcg": "TCG", "scaling": "scaling"}
-RED, GREEN = "#b2182b", "#2e7d32"
+DESIGN_COLOURS = [charts.PALETTE[2], charts.PALETTE[3]]  # chinner, piggin as in the report
+# Kinds of evidence named short enough for large type.
+KIND = {"shared": "shared locks / op", "per_inode": "i_lock / op",
+        "cs": "shared critical sections", "contention": "contention (lockdep)",
+        "price": "failed-trylock instructions",
+        "icount": "single thread (-icount)", "timed": "throughput (TCG)",
+        "paired": "boot against boot (TCG)",
+        "latency": "p99 latency (TCG)"}
 
 
 class DeckError(Exception):
@@ -49,16 +57,15 @@ class DeckError(Exception):
 class Deck:
     def __init__(self, layout: Layout, run_dir: Path, baseline: str | None) -> None:
         self.report = document.ReportBuilder(layout, run_dir, baseline)
-        self.blocks = self.report.build()  # the report's own sections, for the scaling slide
+        self.blocks = self.report.build()  # the report's own sections
+        self.report_text = document.render_markdown(self.blocks, run_dir)
         self.run_dir = run_dir
         self.folder = run_dir / "slides"
         shutil.rmtree(self.folder, ignore_errors=True)
         self.folder.mkdir()
-        r = self.report
-        self.verdicts = evidence.verdicts(r.rows, r.baseline, r.kernels, r.spread)
-        self.tallies = evidence.tallies(self.verdicts)
-        self.footer = (f"inode-duel · run {run_dir.name} · {r.manifest['created'][:10]} · "
-                       f"baseline {r.baseline}")
+        self.ctx = self.report.duel_context()
+        self.footer = (f"inode-duel · run {run_dir.name} · {self.report.manifest['created'][:10]}"
+                       f" · {FIRST} against {SECOND}")
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -69,58 +76,86 @@ class Deck:
             shutil.copy2(chart.svg, target)
         return target
 
-    def tally(self, kernel: str, kind: str, cpus: int | None = None) -> evidence.Tally | None:
-        for t in self.tallies:
-            if t.kernel == kernel and t.evidence == kind and (cpus is None or t.cpus == cpus):
-                return t
-        return None
+    def both(self) -> bool:
+        return all(k in self.report.kernels for k in (FIRST, SECOND))
 
-    def designs(self) -> list[str]:
-        return [k for k in DESIGNS if k in self.report.kernels]
+    def entries(self, kind: str) -> list[duel.Entry]:
+        return [e for e in self.ctx.entries if e.kind == kind]
 
     def label(self, case: evidence.Case) -> str:
-        """A case named short enough for a slide's axis: the phase only where the workload
-        has several."""
+        """A case named short enough for a slide's axis."""
         phases = {c.phase for c in evidence.cases(self.report.rows) if c.workload == case.workload}
-        return f"{case.workload} {case.phase} {case.fs}" if len(phases) > 1 else \
-            f"{case.workload} {case.fs}"
+        return (f"{case.workload} {case.phase} {case.fs}" if len(phases) > 1
+                else f"{case.workload} {case.fs}")
 
-    @staticmethod
-    def span(changes: list[float]) -> str:
-        low, high = min(changes), max(changes)
-        return document.pct(low) if low == high else \
-            f"{document.pct(low)} to {document.pct(high)}"
+    def missing(self, what: str) -> Page:
+        return Page(f"{what}: not in this run", [
+            Text(f"This run has both of {FIRST} and {SECOND} only where it measured them; "
+                 f"here it has none of this evidence.")], self.footer)
 
     # -- slides ---------------------------------------------------------------------------
 
     def question(self) -> Page:
         r, m = self.report, self.report.manifest
-        versions = ", ".join(sorted({k["package_version"] for k in m["kernels"].values()}))
         counts = {k: len([p for p in m["kernels"][k]["patches"] if p["series"] == k])
                   for k in r.kernels if k in m["kernels"] and k != "mainline"}
-        built = "; ".join(f"{k}: {n} patches" for k, n in counts.items())
-        return Page("Which way to break up the global inode_lock?", [
+        return Page(f"{FIRST} or {SECOND}: how to break up the global inode_lock?", [
             Bullets([
-                "Nick Piggin (2010): i_lock protects all of an inode's cache state; walkers "
-                "that hold a list lock trylock i_lock and retry",
-                "Dave Chinner (2010, merged in 2.6.39): i_lock innermost; code that needs an "
-                "outer lock drops i_lock, takes it, re-takes i_lock and re-checks",
-                "Both rebuilt as patch series on Debian's linux-source-6.1, with the same data "
-                "structures, so only the locking model differs",
-            ]),
-            Text(f"This run: {', '.join(r.kernels)} ({built}); linux-source {versions}; "
-                 f"{len(document.boots_of(m))} boots under {m['accel'].upper()} on a "
-                 f"{m['host']['cpus']}-core host.", size=26, colour="#444444"),
+                f"base ({plural(counts.get('base', 0), 'patch', 'patches')}): 2.6.36 "
+                "re-created on 6.1, one global inode_cache_lock around the whole inode cache",
+                f"{FIRST} (Dave Chinner, merged in 2.6.39; "
+                f"{plural(counts.get(FIRST, 0), 'patch', 'patches')}): i_lock innermost, "
+                "atomic i_count; code that needs an outer lock drops i_lock, takes it, "
+                "re-takes i_lock and re-checks",
+                f"{SECOND} (Nick Piggin, 2010; {plural(counts.get(SECOND, 0), 'patch', 'patches')}"
+                "): i_lock protects all of an inode's cache state; list locks nest inside it, "
+                "walkers trylock and retry; i_refs a plain count under i_lock; sb lists walked "
+                "under RCU",
+                "mainline 6.1: already the first design's lock order, the reference",
+            ], size=32),
+            Text(f"This run: {plural(len(document.boots_of(m)), 'boot')} under "
+                 f"{m['accel'].upper()} on a {m['host']['cpus']}-core host; both designs "
+                 "share per-CPU sb lists and per-bucket hash locks, so only the locking model "
+                 "differs.", size=SMALL_PX, colour="#444444"),
         ], self.footer)
 
-    def two_designs(self) -> Page:
+    def answer(self) -> Page:
+        if not self.both():
+            return self.missing("The answer")
+        rows = []
+        for t in duel.by_kind([e for e in self.ctx.entries if not e.prediction
+                               and e.kind != "retries"]):
+            apart = [e.ratio for e in t.ahead(FIRST) + t.ahead(SECOND) if e.ratio]
+            first = [e for e in t.ahead(FIRST) if not self.ctx.confounded(e)]
+            aside = len(t.ahead(FIRST)) - len(first)
+            rows.append([KIND[t.kind], str(len(first)) + (f" (+{aside} set aside)"
+                                                           if aside else ""),
+                         str(len([e for e in t.ahead(SECOND) if not self.ctx.confounded(e)])),
+                         str(len(t.level) + len(t.unclaimed)) + f" of {len(t.entries)}",
+                         span_text(apart) if apart else ""])
+        cores = self.report.manifest["host"]["cpus"]
+        notes = [duel_section._largest(self.ctx).split(". ")[0]]
+        flagged = [e for e in self.ctx.entries if self.ctx.confounded(e) and not e.caveat]
+        aside = [f"{plural(len(flagged), 'timed win')} of {flagged[0].ahead} (the cross-case "
+                 "check flags its timings)"] if flagged else []
+        aside += [f"{e.behind} {change_text(e.ratio)} boot against boot (one boot order in "
+                  "every round)" for e in self.ctx.entries
+                  if e.caveat and e.ahead in (FIRST, SECOND)]
+        if aside:
+            notes.append("Set aside: " + "; ".join(aside))
+        return Page(f"Answer: on what this run measured, {duel_section.verdict(self.ctx)}; "
+                    f"beyond {cores} CPUs it cannot say", [
+            Grid(["measured", f"{FIRST} ahead", f"{SECOND} ahead", "neither",
+                  f"{SECOND} / {FIRST} where apart"], rows, size=28),
+            Bullets([n for n in notes if n], size=SMALL_PX),
+        ], self.footer)
+
+    def orders(self) -> Page:
         r = self.report
-        designs = [k for k in self.designs() if r.conformance.get(k, {}).get("edges")]
+        designs = [k for k in (FIRST, SECOND) if r.conformance.get(k, {}).get("edges")]
         if not designs:
-            return Page("The two designs: no lock-order graph in this run", [
-                Text("This run has no debug boots of chinner or piggin, so lockdep recorded "
-                     "no lock order to draw.")], self.footer)
-        phrases, pictures = [], []
+            return self.missing("The lock orders")
+        graphs, phrases = {}, []
         for k in designs:
             info = r.conformance[k]
             source = run_inputs.lock_order(r.layout, r.run_dir, k, info.get("lock_order_file"))
@@ -129,358 +164,263 @@ class Deck:
             for e in info["edges"]:
                 counts[e[2], e[3]] = counts.get((e[2], e[3]), 0) + 1
             seen = {role for e in observed for role in e}
-            # Edges of locks this kernel no longer has (bisection points only) stay off the
-            # slide: they are not part of the design shown.
             allowed = {e for e in (source.order.allowed if source.order else ()) if set(e) <= seen}
+            graphs[k] = (observed, allowed, counts)
             outer = sorted(a for a, b in allowed if b == "i_lock")
             inner = sorted(b for a, b in allowed if a == "i_lock")
             phrases.append(f"{k}: {', '.join(outer)}{' → ' if outer else ''}i_lock"
                            f"{' → ' if inner else ''}{', '.join(inner)}")
-            chart = charts.lockorder_graph(self.folder / f"lockorder-{k}", k, observed, allowed,
-                                           counts)
-            pictures.append(self.picture(chart))
+        chart = charts.lockorder_graphs(self.folder / "lockorder", graphs, fontsize=20)
         return Page("; ".join(phrases), [
-            Picture(pictures, designs),
-            Text("Lock order, outer → inner. Solid: taken in this order under lockdep in this run (label: how many class "
-                 "pairs) and allowed by the series' lock-order file; dashed: allowed, not seen; "
-                 "red: seen but not allowed.", size=SMALL_PX + 2, colour="#555555"),
+            Picture([self.picture(chart)], [], text_px=20 * 4 / 3),
+            Text("Outer → inner, as lockdep saw the locks taken in this run (label: how many "
+                 "lock classes) and as each series' lock-order file allows; dashed: allowed, "
+                 "not seen; red: seen, not allowed.", size=SMALL_PX, colour="#555555"),
         ], self.footer)
 
-    def glance(self) -> Page:
-        r = self.report
-        columns = sorted({(t.evidence, t.cpus) for t in self.tallies},
-                         key=lambda e: (list(document.EVIDENCE_SHORT).index(e[0]), e[1]))
-        header = ["kernel"] + [SHORT[kind] + ("" if kind in ("exact", "icount") else
-                                              f", {cpus} vCPU") for kind, cpus in columns]
-        rows, emphasis, worse_total = [], {}, {}
-        for kernel in [k for k in r.kernels if k != r.baseline]:
-            row = [kernel]
-            for kind, cpus in columns:
-                t = self.tally(kernel, kind, cpus)
-                if t is None:
-                    row.append("")
-                    continue
-                row.append(f"{len(t.better)} / {len(t.even) + t.unclaimed} / {len(t.worse)}")
-                if t.worse:
-                    emphasis[len(rows), len(row) - 1] = RED
-                elif t.better:
-                    emphasis[len(rows), len(row) - 1] = GREEN
-                worse_total[kernel] = worse_total.get(kernel, 0) + len(t.worse)
-            rows.append(row)
-        order = [k for k in DESIGNS if k in worse_total] + \
-            [k for k in worse_total if k not in DESIGNS]
-        title = f"Against {r.baseline}: " + "; ".join(
-            f"{k} never worse" if not worse_total[k] else
-            f"{k} worse in {worse_total[k]} case{'s' if worse_total[k] != 1 else ''}"
-            for k in order)
+    def traffic(self) -> Page:
+        shared, own = self.entries("shared"), self.entries("per_inode")
+        if not shared or not own:
+            return self.missing("Lock traffic")
+        more = [e for e in own if e.ahead == FIRST]
+        same = [e for e in shared if e.ahead == ""]
+        title = (f"Shared locks: the same in {len(same)} of {plural(len(shared), 'case')}; i_lock: "
+                 f"{SECOND} more in {len(more)}"
+                 + (f" ({span_text([e.ratio for e in more if e.ratio])})" if more else ""))
+        # A case whose counts are all background (below the floor) says nothing here.
+        tiny = {e.case for e in shared if max(s.mean for s in e.figures.values())
+                < evidence.EXACT_FLOOR}
+        groups = [self.label(e.case) for e in own if e.case not in tiny]
+        series = {name: {self.label(e.case): (e.ratio, e.ratio, e.ratio) for e in found
+                         if e.ratio and math.isfinite(e.ratio) and e.case not in tiny}
+                  for name, found in (("shared locks", shared), ("i_lock", own))}
+        chart = charts.points_with_errors(self.folder / "traffic", "", groups,
+                                          f"{SECOND} / {FIRST}", series, [],
+                                          style=SLIDE_STYLE, marks={1.0: ""},
+                                          colours=[charts.NEUTRAL[0], DESIGN_COLOURS[1]])
+        return Page(title, [Picture([self.picture(chart)], [
+            "exact acquisitions per operation, debug kernels"
+            + (f"; not drawn: {plural(len(tiny), 'case')} below {evidence.EXACT_FLOOR:g}/op"
+               if tiny else "")], text_px=CHART_PX)], self.footer)
+
+    def sections(self) -> Page:
+        found = self.entries("cs")
+        if not found:
+            return self.missing("Critical sections")
+        groups = [self.label(e.case) for e in found]
+        values = {(self.label(e.case), k): e.figures[k].mean for e in found
+                  for k in (FIRST, SECOND) if k in e.figures}
+        chart = charts.clustered_bars(self.folder / "sections", "", groups, [FIRST, SECOND],
+                                      [("instructions per shared-lock hold", values)],
+                                      [FIRST, SECOND], style=SLIDE_STYLE,
+                                      colours=DESIGN_COLOURS)
+        shorter = [e for e in found if e.ahead == SECOND]
+        longer = [e for e in found if e.ahead == FIRST]
+        title = (f"{SECOND}'s shared critical sections are shorter in {len(shorter)} of "
+                 f"{plural(len(found), 'case')}" + (f" ({span_text([e.ratio for e in shorter])})"
+                                           if shorter else "")
+                 + (f", longer in {len(longer)}" if longer else ""))
+        return Page(title, [Picture([self.picture(chart)], [
+            "guest instructions from taking a shared lock to releasing it (tcg-cs plugin, "
+            "perf kernels)"], text_px=CHART_PX)], self.footer)
+
+    def retries(self) -> Page:
+        found = self.entries("retries")
+        fired: dict[tuple[str, str], list[float]] = {}
+        for e in found:
+            for design in (FIRST, SECOND):
+                for name, value in e.counters.get(design, []):
+                    fired.setdefault((design, name), []).append(value)
+        if not fired:
+            return Page("Retries: no counter fired in this run", [
+                Text("/proc/icache_retries of the debug kernels counted nothing in the "
+                     "measured windows.")], self.footer)
+        rows = [[f"{design} {name}", retry_counters.describe(name, design).kind,
+                 plural(len(values), "case"), f"{max(values):.2g}"]
+                for (design, name), values in sorted(fired.items())]
+        silent = {d: sum(1 for (k, _) in fired if k == d) for d in (FIRST, SECOND)}
+        title = "Retries: " + "; ".join(
+            f"{d}'s {', '.join(n for (k, n) in fired if k == d)}" if silent[d] else
+            f"no {d} counter fired" for d in (FIRST, SECOND))
+        kinds = sorted({row[1] for row in rows})
         return Page(title, [
-            Text("Workload cases where each kernel is better / the same or inside the noise / "
-                 "worse:", size=28),
-            Grid(header, rows, size=34, emphasis=emphasis),
-            Text("Exact lock counts: any difference is real. -icount and TCG: only outside the "
-                 "run's 95% intervals and, for -icount, the measured rerun spread. Red: worse "
-                 "somewhere; green: better somewhere.", size=SMALL_PX + 2, colour="#555555"),
+            Grid(["counter", "kind", "fired in", "most per op"], rows, size=30),
+            Bullets([f"{kind}: {retry_counters.KINDS[kind]}" for kind in kinds], size=26),
         ], self.footer)
-
-    def exact_cost(self) -> Page:
-        r = self.report
-        exact = [v for v in self.verdicts if v.evidence == "exact"]
-        if not exact:
-            return Page("Exact lock cost: no debug boots in this run", [
-                Text("Lock acquisitions per operation come from the debug kernels' lock_stat; "
-                     "this run has none.")], self.footer)
-        values = {(self.label(v.case), k): s.mean for v in exact for k, s in v.summaries.items()}
-        chart = charts.clustered_bars(self.folder / "exact", "", [self.label(v.case) for v in exact],
-                                      r.kernels, [("icache locks / op", values)], r.kernels,
-                                      style=SLIDE_STYLE)
-        phrases, others = [], []
-        for k in [k for k in r.kernels if k != r.baseline]:
-            t = self.tally(k, "exact")
-            if t is None:
-                continue
-            n = len(t.better) + len(t.even) + len(t.worse)
-            if t.worse:
-                phrase = f"{k} more in {len(t.worse)} of {n} ({self.span(t.worse)})"
-            elif t.better:
-                phrase = f"{k} fewer in {len(t.better)} of {n} ({self.span(t.better)})"
-            else:
-                phrase = f"{k} the same in all {n}"
-            (phrases if k in DESIGNS else others).append(phrase)
-        return Page("Icache locks per operation: " + "; ".join(phrases), [
-            Picture([self.picture(chart)],
-                    [f"exact lock_stat counts, debug kernels at {exact[0].cpus} vCPU; lower is "
-                     f"better. Against {r.baseline}: " + "; ".join(others or phrases)])],
-                    self.footer)
 
     def single_thread(self) -> Page:
-        r = self.report
-        icount = [v for v in self.verdicts if v.evidence == "icount"]
-        if not icount:
-            return Page("Single-thread cost: no -icount boots in this run", [
-                Text("-icount boots (1 vCPU, emulated time) measure the instructions each "
-                     "kernel spends per operation; this run has none.")], self.footer)
-        others = [k for k in r.kernels if k != r.baseline]
-        rows, emphasis = [], {}
-        unclaimed = [v for v in icount
-                     if all(v.outcome(k) not in ("better", "worse") for k in others)]
-        folded = unclaimed[max(0, ICOUNT_ROWS - (len(icount) - len(unclaimed))):]
-        for v in icount:
-            if v in folded:
-                continue
-            row = [self.label(v.case)]
-            floor = None
-            for k in others:
-                c = v.comparison(k)
-                if c is None:
-                    row.append("")
-                    continue
-                outcome = v.outcome(k)
-                row.append(document.pct(c.change) + (" ✓" if outcome in ("better", "worse")
-                                                     else " ≈"))
-                if outcome == "worse":
-                    emphasis[len(rows), len(row) - 1] = RED
-                elif outcome == "better":
-                    emphasis[len(rows), len(row) - 1] = GREEN
-                floor = v.min_effect(c) if floor is None else floor
-            row.append("not measured" if floor is None else f"{floor * 100:.2f}%")
-            rows.append(row)
-        phrases, rest = [], []
-        for k in others:
-            t = self.tally(k, "icount")
-            if t is None:
-                continue
-            claims = ([f"slower in {len(t.worse)} ({self.span(t.worse)})"] if t.worse else []) \
-                + ([f"faster in {len(t.better)} ({self.span(t.better)})"] if t.better else [])
-            phrase = f"{k} " + (" and ".join(claims) if claims else "never apart")
-            (phrases if k in DESIGNS else rest).append(phrase)
-        return Page("Single-thread cost (-icount): " + "; ".join(phrases), [
-            Grid(["workload", *others, "smallest claimable"], rows, size=24,
-                 emphasis=emphasis),
-            Text(f"Change of operations per emulated second at 1 vCPU against {r.baseline}. "
-                 "✓: outside the run's intervals and the measured rerun spread; ≈: inside. "
-                 + (f"{len(folded)} more cases where no kernel is apart are in the report "
-                    f"({', '.join(self.label(v.case) for v in folded)}). " if folded else "")
-                 + "; ".join(rest), size=SMALL_PX, colour="#555555"),
+        every = [e for e in self.entries("icount") if e.ratio]
+        found = [e for e in every if e.ahead != "?"]
+        if not found:
+            return self.missing("Single-thread cost")
+        series = {SECOND: {self.label(e.case): ((e.ratio - 1) * 100,
+                                                 ((e.low or e.ratio) - 1) * 100,
+                                                 ((e.high or e.ratio) - 1) * 100)
+                           for e in found}}
+        chart = charts.points_with_errors(self.folder / "icount", "",
+                                          [self.label(e.case) for e in found],
+                                          f"% against {FIRST}", series, [FIRST, SECOND],
+                                          style=SLIDE_STYLE, marks={0.0: ""}, clip=True,
+                                          colours=DESIGN_COLOURS[1:])
+        apart = [e for e in found if e.ahead in (FIRST, SECOND)]
+        unmeasured = len(every) - len(found)
+        title = (f"Single-thread cost (-icount): {SECOND} apart from {FIRST} in "
+                 f"{len(apart)} of {plural(len(found), 'case')}"
+                 + (f", by {span_text([e.ratio for e in apart if e.ratio])}" if apart else ""))
+        return Page(title, [Picture([self.picture(chart)], [
+            f"{SECOND} against {FIRST}, 95% interval" + (
+                f"; not drawn: {plural(unmeasured, 'case')} with no claim (see the report)"
+                if unmeasured else "")], text_px=CHART_PX)], self.footer)
+
+    def timed(self) -> Page:
+        found = [e for e in self.entries("timed") if e.ahead in (FIRST, SECOND)
+                 and not self.ctx.confounded(e) and e.ratio]
+        if not found:
+            return Page("Timed throughput: no difference between the designs stands out", [
+                Text("No timed cell separates them beyond its noise, or only where the "
+                     "cross-case check flags the timings.")], self.footer)
+        top = max(found, key=lambda e: abs(math.log(e.ratio)))  # type: ignore[arg-type]
+        cells = [e for e in self.entries("timed") if e.case == top.case]
+        groups = [e.detail for e in cells]
+        series = {k: {e.detail: (math.exp(sum(map(math.log, e.values[k])) / len(e.values[k])),
+                                 min(e.values[k]), max(e.values[k]))
+                      for e in cells if e.values.get(k)} for k in self.report.kernels}
+        chart = charts.points_with_errors(self.folder / "timed", "", groups,
+                                          top.unit, series, self.report.kernels,
+                                          style=SHORT_STYLE, log_y=True)
+        p99 = [e.ratio for e in self.entries("latency") if e.case == top.case and e.ratio
+               and e.ahead == top.ahead]
+        apart = [e.ratio for e in cells if e.ahead == top.ahead and e.ratio]
+        title = (f"{top.case.label}: {SECOND}'s throughput {span_text(apart)} of {FIRST}'s"
+                 + (f", its p99 latency {span_text(p99)}" if p99 else ""))
+        note = duel_section._largest(self.ctx).split(". ", 1)[-1]
+        return Page(title, [
+            Picture([self.picture(chart)], ["point: geometric mean; bar: lowest to highest "
+                                            "boot (TCG, perf kernels)"], text_px=CHART_PX),
+            Text(note if "fires" in note else "", size=SMALL_PX, colour="#444444"),
         ], self.footer)
 
+    def artefact(self) -> Page:
+        flagged = self.ctx.flagged
+        if not flagged:
+            return Page("Timings and instruction counts agree: no kernel wins beyond chance", [
+                Text("Cross-case check: no kernel's timed lead over another is both beyond "
+                     "chance and out of proportion to its -icount instruction counts.",
+                     size=30)], self.footer)
+        top = min(flagged, key=lambda c: c.p)
+        rows = [[c.kernel, c.against, f"{c.wins} of {c.cells}", f"{c.p:.2g}",
+                 change_text(c.median_ratio), pct_abs(c.icount_median)] for c in flagged]
+        return Page(f"Under TCG {top.kernel} outruns {top.against} in {top.wins} of {top.cells}"
+                    f" timed cells while -icount counts the same instructions: its timed wins "
+                    "are set aside", [
+                        Grid(["kernel", "against", "higher mean", "sign test p",
+                              "median change", "-icount apart (median)"], rows, size=28),
+                        Text(f"{top.kernel}'s timed wins therefore count for nothing unless the "
+                             "other design's boots lie apart from every other kernel's. The "
+                             "cause (how TCG runs its code, image layout, host caches) is not "
+                             "found yet.", size=SMALL_PX, colour="#444444"),
+                    ], self.footer)
+
     def scaling(self) -> Page:
-        # The first "Scaling prediction" section of the report that has a chart:
-        # a section that could predict nothing has none.
-        sections: list[list] = []
-        for b in self.blocks:
-            if isinstance(b, document.Heading) and b.level <= 2:
-                if b.level == 2 and b.text.startswith(SCALING_HEADING):
-                    sections.append([None, None])
-                elif sections and sections[-1] is not None:
-                    sections.append(None)
-                continue
-            if not sections or sections[-1] is None:
-                continue
-            current = sections[-1]
-            if current[0] is None and isinstance(b, (document.ChartBlock, document.ChartRow)):
-                current[0] = b if isinstance(b, document.ChartBlock) else (b.items or [None])[0]
-            if current[1] is None and isinstance(b, document.Para):
-                current[1] = b.text
-        chart, text = next((c for c in sections if c and c[0] is not None), (None, None))
+        predicted = self.entries("prediction")
+        chart = self.scaling_chart(predicted)
         if chart is None:
             cores = self.report.manifest["host"]["cpus"]
             return Page("Scaling prediction: not in this run", [
                 Text("This run carries no scaling prediction, so this slide shows none "
                      f"rather than a guess. The TCG throughput measured on this {cores}-core "
-                     "host cannot show how the designs scale; see the noise table of the "
-                     "report.", size=30)], self.footer)
-        parts = []
-        if text:
-            # The report explains the model; the slide keeps what was fed to it.
-            plain = text.replace("**", "").replace("`", "")
-            listed = plain.partition(scaling_section.INPUTS_LEAD)[2].rstrip(".")
-            inputs = listed.partition("; " + scaling_section.FALLBACK_LEAD)[0]
-            parts.append(Text(
-                "Every CPU runs the workload back to back and queues on each shared icache "
-                "lock as often as the debug kernel counted, for its critical section plus a "
-                f"hand-off of {HANDOFF_NS:g} ns (shaded: {HANDOFF_BAND[0]:g}-"
-                f"{HANDOFF_BAND[1]:g} ns). Inputs: {inputs}.", size=26))
-        if chart:
-            parts.append(Picture([self.picture(chart.chart)],
-                                 [chart.caption.split(". ")[0]]))
-        return Page(SCALING_HEADING + " (a model's prediction, not a measurement)", parts,
+                     "host cannot show how the designs scale.", size=30)], self.footer)
+        title = SCALING_HEADING + " (a model's prediction, not a measurement)"
+        if predicted:
+            t = duel.KindTally("prediction", predicted)
+            title = (f"PREDICTION, not a measurement: the model puts {FIRST} and {SECOND} "
+                     f"within {pct_abs(duel.PREDICTION_SAME_WITHIN)} at "
+                     f"{duel.PREDICTION_CPUS} CPUs in {len(t.level)} of "
+                     f"{plural(len(predicted), 'case')}")
+        drawn = charts.redraw(chart.chart, self.folder / "scaling", SLIDE_STYLE, title="")
+        return Page(title, [Picture([self.picture(drawn)],
+                                    [chart.caption.split(":")[0] + ": predicted throughput "
+                                     "against CPUs, dotted: the hand-off band"],
+                                    text_px=CHART_PX)], self.footer)
+
+    def scaling_chart(self, predicted: list[duel.Entry]) -> document.ChartBlock | None:
+        """The report's scaling chart of the case where the kernels' predictions spread
+        the most (the one that says most about the model)."""
+        found: list[document.ChartBlock] = []
+        inside = False
+        for b in self.blocks:
+            if isinstance(b, document.Heading) and b.level <= 2:
+                inside = b.level == 2 and b.text.startswith(SCALING_HEADING)
+            elif inside and isinstance(b, (document.ChartBlock, document.ChartRow)):
+                found += b.items if isinstance(b, document.ChartRow) else [b]
+        if not found:
+            return None
+        spread = {}
+        for e in predicted:
+            values = [s.mean for s in e.figures.values()]
+            spread[e.case.label] = max(values) / min(values) if min(values) > 0 else 0
+        best = max(spread, key=lambda label: spread[label]) if spread else None
+        return next((c for c in found if best and c.caption.startswith(best + ":")), found[0])
+
+    def record(self) -> Page:
+        r = self.report
+        rows = self.ctx.record
+        if not rows:
+            return self.missing("The record")
+        designs = (FIRST, SECOND)
+        reports = sum(v for (k, _, _), v in evidence.lockdep_counts(r.rows).items()
+                      if k in designs)
+        reports += sum(n for (k, _, _), kinds in evidence.kernel_reports(r.rows, "sanitize")
+                       .items() if k in designs for n in kinds.values())
+        violations = sum(len(r.conformance.get(k, {}).get("violations", [])) for k in designs)
+        short = [[row[0].split(":")[-1].strip() if row[0].startswith("code")
+                  else row[0].split(":")[0], *row[1:]] for row in rows]
+        return Page(f"Record: {plural(reports, 'kernel report')} and "
+                    f"{plural(violations, 'lock-order violation')} in either design; they "
+                    "differ in code", [Grid(["", FIRST, SECOND], short, size=26)], self.footer)
+
+    def change(self) -> Page:
+        return Page("What would change the answer", [Bullets(self.changers(), size=30)],
                     self.footer)
 
-    def lockdep(self) -> Page:
-        r, m = self.report, self.report.manifest
-        counts = evidence.lockdep_counts(r.rows)
-        debug_boots = {}
-        for b in document.boots_of(m):
-            name = b["directory"].split("/")[-1]
-            for k in r.kernels:
-                if f"-{slug(k)}-debug-" in f"-{name}":
-                    debug_boots[k] = debug_boots.get(k, 0) + 1
-        rows, total_reports, total_violations = [], 0, 0
-        for k in r.kernels:
-            reports = sum(v for (kk, _, _), v in counts.items() if kk == k)
-            info = r.conformance.get(k, {})
-            violations = len(info.get("violations", []))
-            total_reports += reports
-            total_violations += violations
-            rows.append([k, str(debug_boots.get(k, 0)), str(reports),
-                         str(len(info.get("edges", []))), str(violations)])
-        flavours = m["matrix"].get("flavours", [])
-        sanitizers = [f for f in flavours if f not in ("perf", "debug")]
-        kinds = sorted({rep["kind"] for b in document.boots_of(m) for rep in b["reports"]})
-        title = (f"Lockdep: {total_reports} report{'s' if total_reports != 1 else ''} and "
-                 f"{total_violations} lock-order violation{'s' if total_violations != 1 else ''}"
-                 f" in {sum(debug_boots.values())} debug boots")
-        return Page(title, [
-            Grid(["kernel", "debug boots", "lockdep reports", "icache edges seen",
-                  "not allowed"], rows, size=30,
-                 emphasis={(i, c): RED for i, row in enumerate(rows) for c in (2, 4)
-                           if row[c] != "0"}),
-            Text("Sanitizers: " + (", ".join(sanitizers) + " boots in this run"
-                                   if sanitizers else "no sanitizer flavour in this run")
-                 + ". Kernel reports of any kind in any boot: "
-                 + (", ".join(kinds) if kinds else "none") + ".", size=28),
-        ], self.footer)
-
-    def code(self) -> Page:
-        r = self.report
-        costs = code_cost.costs(r.layout, r.run_dir, r.manifest, r.conformance)
-        if not costs:
-            return Page("Cost in code: no series in this run", [
-                Text("The run built no patch series.")], self.footer)
-        table = code_cost_section.code_cost_table(costs, code_cost.mainline_lock_doc_lines(r.run_dir))
-        keep = ("patches", "lines added", "files outside", "checkpatch", "trylock", "retry",
-                "cpu_relax", "locks dropped", "allowed edges", "lines of lock-order",
-                "files compiling")
-        rows = [row[:-1] for row in table.rows if row[0].startswith(keep)]
-        for row in rows:
-            row[0] = row[0].replace(" (review)", "").replace(" (tree)", "").replace(
-                "files outside fs/inode.c and include/linux/fs.h", "files outside inode.c, fs.h")
-            row[0] = row[0].replace("lines of lock-order documentation in fs/inode.c",
-                                    "lock-order comment lines, inode.c")
-            row[1:] = [cell.split(" (")[0] for cell in row[1:]]
-        by_name = {c.name: c for c in costs}
-        phrases = []
-        for k in [k for k in DESIGNS if k in by_name]:
-            trylocks, relax = by_name[k].tree("trylocks"), by_name[k].tree("cpu_relax")
-            phrases.append(f"{k} {trylocks:+d} trylocks, {relax:+d} cpu_relax()")
-        return Page("Cost in code: " + "; ".join(phrases), [
-            Grid(table.header[:-1], rows, size=26),
-            Text("Patches to checkpatch: the series' own patches; the rest: the kernel against "
-                 "6.1. Proxies pointing at code to read, not verdicts.", size=SMALL_PX,
-                 colour="#555555"),
-        ], self.footer)
-
-    def rerun(self) -> Page:
-        r = self.report
-        s = r.spread
-        icount = [v for v in self.verdicts if v.evidence == "icount"]
-        if s is None or not icount:
-            return Page("How sure: no rerun spread measured", [
-                Text("The -icount verdicts of this run rest on its own intervals alone.")],
-                self.footer)
-        rows, claimed, kept = [], 0, 0
-        for v in icount:
-            for k in v.summaries:
-                c = v.comparison(k)
-                if c is None:
-                    continue
-                before, after = v.outcome_by_intervals(k), v.outcome(k)
-                claimed += before in ("better", "worse")
-                kept += after in ("better", "worse")
-                if before != after:
-                    floor = v.min_effect(c)
-                    rows.append([v.case.label, k, document.pct(c.change),
-                                 f"{floor * 100:.2f}%" if floor is not None else "n/a",
-                                 f"{before} → within spread"])
-        tight = [c for c in s.cases.values() if c.relative_sd <= TIGHT]
-        loose = sorted((c for c in s.cases.values() if c.relative_sd > TIGHT),
-                       key=lambda c: -c.relative_sd)
-        summary = (f"{s.boots} boots of one {s.kernel} image, {s.fresh_disks} of them on fresh "
-                   f"ext4 images: {len(tight)} of {len(s.cases)} workloads repeat within "
-                   f"{TIGHT * 100:.1f}% (CoV)")
-        if loose:
-            summary += "; " + ", ".join(f"{c.case} {c.relative_sd * 100:.1f}%" for c in loose)
-        return Page(f"-icount verdicts that survive a rerun: {kept} of {claimed}", [
-            Text(summary + ".", size=26),
-            Grid(["workload", "kernel", "change", "smallest claimable", "verdict"], rows,
-                 size=30) if rows else Text("The rerun spread changes no verdict of this run.",
-                                            size=28),
-        ], self.footer)
-
-    def verdict(self) -> Page:
-        """The duel itself: the second design against the first, on every kind of evidence."""
-        r = self.report
-        designs = self.designs()
-        if len(designs) < 2:
-            return Page("Verdict: this run does not have both designs", [
-                Text(f"Kernels of this run: {', '.join(r.kernels)}.")], self.footer)
-        first, second = designs
-        duel = evidence.tallies(evidence.verdicts(r.rows, first, designs, r.spread))
-        items, favours = [], 0
-        for kind in document.EVIDENCE_SHORT:
-            ts = [t for t in duel if t.kernel == second and t.evidence == kind]
-            if not ts:
-                continue
-            n = sum(len(t.better) + len(t.even) + len(t.worse) + t.unclaimed for t in ts)
-            better, worse = [c for t in ts for c in t.better], [c for t in ts for c in t.worse]
-            favours += len(better)
-            parts = ([f"worse in {len(worse)} ({self.span(worse)})"] if worse else []) + \
-                ([f"better in {len(better)} ({self.span(better)})"] if better else [])
-            items.append(f"{document.EVIDENCE_SHORT[kind]}, {n} cases: {second} "
-                         + (" and ".join(parts) if parts else "never apart"))
-        exact = [t for t in duel if t.kernel == second and t.evidence == "exact"]
-        n_exact = sum(len(t.better) + len(t.even) + len(t.worse) for t in exact)
-        more = sum(len(t.worse) for t in exact)
-        title = (f"Verdict: {first} takes fewer locks than {second} in {more} of "
-                 f"{n_exact} workloads" if more else
-                 f"Verdict: {first} and {second} take as many locks in all {n_exact} workloads")
-        title += (f"; nothing measured favours {second}" if not favours else
-                  f"; {second} is better in {favours} cases")
-        counts = evidence.lockdep_counts(r.rows)
-        reports = {k: sum(v for (kk, _, _), v in counts.items() if kk == k) for k in designs}
-        violations = {k: len(r.conformance.get(k, {}).get("violations", [])) for k in designs}
-        items.append("lockdep: " + "; ".join(f"{k} {reports[k]} reports, {violations[k]} "
-                                             "lock-order violations" for k in designs))
-        costs = {c.name: c for c in code_cost.costs(r.layout, r.run_dir, r.manifest,
-                                                     r.conformance)}
-        if all(k in costs for k in designs):
-            items.append("code: " + "; ".join(
-                f"{k} +{costs[k].review('added')}/-{costs[k].review('removed')} lines, "
-                f"{costs[k].tree('trylocks'):+d} trylocks, {costs[k].tree('cpu_relax'):+d} "
-                "cpu_relax()" for k in designs))
-        return Page(title, [
-            Text(f"{second} against {first}, case by case:", size=28),
-            Bullets(items, size=28),
-        ], self.footer)
-
-    def caveats(self) -> Page:
-        r = self.report
-        noise = [cov for _, _, cov, _ in evidence.noise(r.rows)]
-        items = [
-            f"All boots under {r.manifest['accel'].upper()} (software emulation) on a "
-            f"{r.manifest['host']['cpus']}-core host: wall-clock throughput varied "
-            + (f"{min(noise) * 100:.0f}-{max(noise) * 100:.0f}% (CoV) between boots"
-               if noise else "unmeasured between boots")
-            + ", so it separates nothing small; contention at many CPUs is not measured here",
-            "Lock hold times come from debug kernels, whose lockdep bookkeeping inflates every "
-            "critical section: compare kernels, not production numbers",
-            "The inode LRU and the dentry LRU share one lockdep class in 6.1; the lru role "
-            "counts both",
-            "The -icount rerun spread was measured on one kernel (mainline) and assumed alike "
-            "for the others",
-            "Counts of code (trylocks, relocks, lines) are proxies that point at code to read",
-        ]
-        missing = [k for k in r.kernels if r.conformance.get(k, {}).get("lock_order_file")
-                   and not run_inputs.lock_order(r.layout, r.run_dir, k, None).from_run]
-        if missing:
-            items.append("This run kept no copy of its lock-order files: the allowed edges "
-                         "drawn come from the checkout")
-        return Page("Caveats", [Bullets(items, size=26)], self.footer)
+    def changers(self) -> list[str]:
+        """What this run could not settle, from its own gaps."""
+        items = [f"A host with many cores and KVM: contention beyond "
+                 f"{self.report.manifest['host']['cpus']} CPUs is only predicted here, and the "
+                 "model cannot tell the designs apart"]
+        counted = {c for cpus in {r.cpus for r in self.report.rows if r.flavour == "debug"}
+                   for (k, _, c) in evidence.retries(self.report.rows, cpus) if k == SECOND}
+        fired = {name for e in self.entries("retries") for name, _ in e.counters.get(SECOND, [])}
+        silent = [c for c in sorted(counted - fired)
+                  if retry_counters.describe(c, SECOND).kind == "trylock-retry"]
+        if silent:
+            items.append(f"Workloads that make {SECOND}'s trylock loops fail: "
+                         f"{len(silent)} of its {plural(len(counted), 'retry counter')} never "
+                         "fired here (hot inodes, walkers against the hot path, crowded hash "
+                         "chains)")
+        largest = duel_section._largest(self.ctx)
+        if "counter" in largest:
+            name = largest.split("counter ")[1].split()[0]
+            items.append(f"{SECOND} without its synchronous wait ({name}): its one large "
+                         "measured loss")
+        for c in self.ctx.flagged[:1]:
+            items.append(f"The cause of {c.kernel}'s TCG timing lead over {c.against}, found "
+                         "and removed")
+        unmeasured = [e for e in self.entries("icount") if e.ahead == "?"
+                      and "never measured" in e.note]
+        stalled = [e for e in self.entries("icount") if "stalled" in e.note]
+        if stalled:
+            items.append(f"Reruns of the stalled -icount boots "
+                         f"({plural(len(stalled), 'case')} where a boot of its own stalled)")
+        if unmeasured:
+            items.append(f"An -icount rerun spread for the {plural(len(unmeasured), 'case')} "
+                         "where none was measured")
+        return items
 
     def pages(self) -> list[Page]:
-        return [self.question(), self.two_designs(), self.glance(), self.exact_cost(),
-                self.single_thread(), self.scaling(), self.lockdep(), self.code(),
-                self.rerun(), self.verdict(), self.caveats()]
+        return [self.question(), self.answer(), self.orders(), self.traffic(),
+                self.sections(), self.retries(), self.single_thread(), self.timed(),
+                self.artefact(), self.scaling(), self.record(), self.change()]
 
 
 def write(layout: Layout, run_dir: Path, baseline: str | None = None) -> Path:
@@ -489,6 +429,10 @@ def write(layout: Layout, run_dir: Path, baseline: str | None = None) -> Path:
     pages = deck.pages()
     if len(pages) > MAX_SLIDES:
         raise DeckError(f"{len(pages)} slides: a 15-minute slot takes at most {MAX_SLIDES}")
+    problems = [f"slide {n} ({p.title!r}): {d}" for n, p in enumerate(pages, 1)
+                for d in deck_text.defects(page_text(p), deck.report_text)]
+    if problems:
+        raise DeckError("the deck says what a reader would catch:\n" + "\n".join(problems))
     target = run_dir / "slides.pdf"
     created = datetime.strptime(deck.report.manifest["created"], "%Y-%m-%dT%H:%M:%S%z")
     write_pdf(pages, deck.folder, target, int(created.timestamp()))

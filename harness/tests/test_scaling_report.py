@@ -46,11 +46,13 @@ def test_the_section_follows_the_verdict_and_is_labelled_a_prediction(tmp_path):
     md, _ = document.write(default_layout(), run, "mainline")
     text = md.read_text()
     start = text.index("## Scaling prediction (a model, not a measurement)")
-    assert text.index("## Verdict") < start < text.index("## Workloads")
+    verdict = text.index("## Every kernel against mainline (secondary)")
+    assert verdict < start < text.index("## Workloads")
     section = text[start:text.index("## Workloads")]
-    glance = text[text.index("At a glance"):start]
-    assert "| base | PREDICTION (model, not measured): throughput at 64 CPUs | 0 | 0 | 1 (" \
-        in glance
+    glance = text[verdict:start]
+    # Predictions stand in a table of their own, never beside measured "better" cases.
+    assert "| base | throughput at 64 CPUs (predicted) | 0 | 0 | 1 (" in glance
+    assert "| base | PREDICTION" not in glance
     # The base kernel's global lock caps it; mainline's sb list caps mainline.
     assert "| create-unlink on tmpfs | global (global) |" in section
     assert "| create-unlink on tmpfs | sb_list (per-superblock) |" in section

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from harness.report import charts, document, slides, svg_pages
+from harness.report import charts, deck_text, document, duel_section, slides, svg_pages
 from harness.run import tidy
 from harness.layout import Layout, default_layout
 from harness.tests.conftest import row
@@ -95,20 +95,44 @@ def test_every_slide_renders_with_its_message(run):
         ["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout.splitlines()
         if line.startswith("Pages:")))
     assert pages == len(titles) <= slides.MAX_SLIDES
+    report = document.write(layout, folder, "mainline")[0].read_text()
     for page, title in enumerate(titles, 1):
         text = " ".join(page_text(pdf, page).split())
         assert " ".join(title.split()[:3]) in text, (page, title, text[:200])
         assert len(text) > len(title) + 20, (page, "a title and nothing else")
         assert page_pixels(pdf, page) > 0.01, (page, "blank page")
-    # Messages are computed from the run, not typed in.
-    assert titles[3] == "Icache locks per operation: chinner the same in all 1; piggin more " \
-                        "in 1 of 1 (+60.0%)"
-    assert titles[1] == "chinner: hash, sb_list → i_lock; piggin: i_lock → hash, sb_list"
-    assert titles[5] == "Scaling prediction: not in this run"
-    assert titles[9].startswith("Verdict: chinner takes fewer locks than piggin in 1 of 1")
+        # What a reader would catch: a count missing, "1 cases", an interval with equal
+        # ends (the figures on a slide are checked against the report when it is written).
+        assert deck_text.defects(page_text(pdf, page)) == [], (page, title)
+    # Messages are computed from the run, not typed in: the question, then the answer.
+    assert titles[0] == "chinner or piggin: how to break up the global inode_lock?"
+    deck = slides.Deck(layout, folder, "mainline")
+    assert titles[1].startswith("Answer: on what this run measured, "
+                                + duel_section.verdict(deck.ctx))
+    assert titles[2] == "chinner: hash, sb_list → i_lock; piggin: i_lock → hash, sb_list"
+    assert titles[3] == "Shared locks: the same in 1 of 1 case; i_lock: piggin more in 1 (+75%)"
+    assert titles[9] == "Scaling prediction: not in this run"
+    assert titles[-1] == "What would change the answer"
+    assert "piggin" in report and "+75%" in report
     # The same run makes the same deck, byte for byte: a regenerated deck is no churn.
     first = pdf.read_bytes()
     assert slides.write(layout, folder, "mainline").read_bytes() == first
+
+
+def test_the_text_checks_catch_the_defects_of_the_2026_12_04_deck():
+    """Each sentence is as the deck of the 2026-12-04 reference printed it."""
+    assert deck_text.defects("Sanitizers: sanitize boots in this run.") == [
+        "no count before ': sanitize boots'"]
+    assert deck_text.defects("piggin is better in 1 cases") == ["'1 cases': a plural after one"]
+    assert deck_text.defects("1 vCPU -icount rate, 17 cases: piggin worse in 2 (-0.2% to "
+                             "-0.2%)") == ["'-0.2% to -0.2%': an interval whose ends read "
+                                           "the same"]
+    assert deck_text.defects("TCG throughput: piggin worse in 1 (-80.8%)",
+                             report="| create-unlink on xfs | -79.5% ✓ |") == [
+        "'-80.8%' is on the slide but not in the report"]
+    # What it must let pass: counts, kinds between a count and its noun, possessives.
+    assert deck_text.defects("32 of 37 timed cells; the other design's boots; 0 in 2 debug "
+                             "boots; 1 case; (-0.20% to +0.25%)", report="-0.20% +0.25%") == []
 
 
 def test_the_scaling_slide_takes_the_reports_prediction(run):
@@ -118,18 +142,17 @@ def test_the_scaling_slide_takes_the_reports_prediction(run):
     chart = charts.clustered_bars(stem, "predicted", ["1"], ["chinner"],
                                   [("ops/s", {("1", "chinner"): 1.0})], ["chinner"])
     deck.blocks += [document.Heading(2, "Scaling prediction"),
-                    document.Para("The model, at length. Inputs of this run: counted A for "
-                                  "1 of 1 cases; counted B for 3 of 4 roles; the other role "
-                                  "(chinner: wb) falls back."),
-                    document.ChartBlock(chart, "predicted throughput. Points: measured")]
+                    document.Para("The model, at length."),
+                    document.ChartBlock(chart, "create-unlink on tmpfs: predicted throughput. "
+                                               "Points: measured")]
     page = deck.scaling()
     assert page.title.startswith("Scaling prediction (a model's prediction")
-    # The slide keeps the inputs, not the report's explanation or its fallback list.
-    assert page.parts[0].text.endswith(
-        "Inputs: counted A for 1 of 1 cases; counted B for 3 of 4 roles.")
-    assert "at length" not in page.parts[0].text
-    assert page.parts[1].captions == ["predicted throughput"]
-    assert page.parts[1].paths == [deck.folder / "prediction.svg"]
+    # The report's chart, drawn again in the slide's large type.
+    (picture,) = page.parts
+    assert picture.captions == ["create-unlink on tmpfs: predicted throughput against CPUs, "
+                                "dotted: the hand-off band"]
+    assert picture.paths == [deck.folder / "scaling.svg"]
+    assert f"DejaVu Sans,{slides.CHART_PX}" in (deck.folder / "scaling.gp").read_text()
 
 
 def test_a_page_that_says_too_much_is_refused(tmp_path):
@@ -146,11 +169,21 @@ def test_a_caption_wider_than_its_picture_is_refused(tmp_path):
         svg_pages.write_pdf([page], tmp_path, tmp_path / "deck.pdf", 0)
 
 
-def test_glance_counts_agree_with_the_tallies(run):
+def test_the_answer_counts_agree_with_the_duel(run):
     layout, folder = run
     deck = slides.Deck(layout, folder, "mainline")
-    grid = deck.glance().parts[1]
-    piggin = next(r for r in grid.rows if r[0] == "piggin")
-    (exact,) = [t for t in deck.tallies if t.kernel == "piggin" and t.evidence == "exact"]
-    assert piggin[1] == f"{len(exact.better)} / {len(exact.even)} / {len(exact.worse)}"
-    assert piggin[1] == "0 / 0 / 1"
+    grid = deck.answer().parts[0]
+    i_lock = next(r for r in grid.rows if r[0] == slides.KIND["per_inode"])
+    (entry,) = deck.entries("per_inode")
+    assert entry.ahead == "chinner" and i_lock[1:4] == ["1", "0", "0 of 1"]
+
+
+def test_small_type_is_refused(tmp_path):
+    picture = tmp_path / "p.svg"
+    picture.write_text("<svg xmlns='http://www.w3.org/2000/svg' width='3000' height='1000'/>")
+    page = svg_pages.Page("Tiny", [svg_pages.Picture([picture], [], text_px=20)])
+    with pytest.raises(svg_pages.PageError, match="smallest type at 10px"):
+        svg_pages.write_pdf([page], tmp_path, tmp_path / "deck.pdf", 0)
+    page = svg_pages.Page("Tiny", [svg_pages.Text("footnote", size=16)])
+    with pytest.raises(svg_pages.PageError, match="16px text"):
+        svg_pages.write_pdf([page], tmp_path, tmp_path / "deck.pdf", 0)

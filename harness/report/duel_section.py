@@ -1,0 +1,461 @@
+"""The report's opening: chinner against piggin, the answer in words, then the evidence.
+
+Everything here is read from analysis/duel.py's entries (one per case and kind
+of evidence) and the run's record (lockdep, sanitizers, soaks, cost in code);
+every sentence of the answer is built from them. Measured evidence and the
+model's prediction never share a table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from harness.analysis import duel, evidence, retry_counters, stats
+from harness.analysis.duel import FIRST, SECOND
+from harness.report.blocks import (Block, Heading, Para, Table, fmt, pct, pct_abs, plural,
+                                   reach_text, times)
+
+# What each kind of evidence is, in a few words, and whether it is a cost the user pays
+# (decides) or a mechanism that explains one.
+COSTS = ("price", "icount", "timed", "paired", "latency", "contention")
+MECHANISMS = ("shared", "per_inode", "cs", "retries")
+# Kinds decided by a statistical test, whose claims chance alone makes now and then.
+TESTED = ("price", "icount", "timed", "paired", "latency", "contention")
+SHORT = {"shared": "shared-lock traffic", "per_inode": "per-inode (i_lock) traffic",
+         "cs": "shared critical sections", "retries": "retries",
+         "price": "failed-trylock instructions (tcg-cs)",
+         "contention": "shared-lock contention (lockdep kernels)",
+         "icount": "single-thread cost (-icount)",
+         "paired": "timed, boot against boot (all cases)",
+         "timed": "timed throughput (TCG)", "latency": "p99 latency (TCG)",
+         "prediction": "PREDICTION at 64 CPUs"}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the opening needs besides the entries."""
+    entries: list[duel.Entry]
+    cross: list[evidence.CrossCase]  # every ordered pair of kernels, over the timed cells
+    cores: int
+    noise: tuple[float, float] | None  # lowest and highest CoV of the timed cells
+    record: list[list[str]]  # rows of the robustness record (duel_record_rows)
+
+    @property
+    def flagged(self) -> list[evidence.CrossCase]:
+        return [c for c in self.cross if c.flagged]
+
+    def confounded(self, e: duel.Entry) -> bool:
+        """A timed win of a design whose timings the cross-case check flags, unless the
+        other design's boots lie apart from every other kernel's; a claim with a caveat
+        of its own (a fixed boot order)."""
+        if e.ahead in (FIRST, SECOND) and e.caveat:
+            return True
+        if e.kind not in ("timed", "latency") or e.ahead not in (FIRST, SECOND):
+            return False
+        suspect = {c.kernel for c in self.flagged}
+        return e.ahead in suspect and not e.behind_alone()
+
+    def claims(self, design: str, kinds: tuple[str, ...]) -> list[duel.Entry]:
+        return [e for e in self.entries if e.kind in kinds and e.ahead == design
+                and not self.confounded(e)]
+
+
+def change_text(ratio: float | None, low: float | None = None,
+                high: float | None = None) -> str:
+    """piggin against chinner: "-28%" or "6.8x" (beyond a factor of two), with its interval."""
+    if ratio is None or not math.isfinite(ratio):
+        return "n/a"
+    big = ratio >= 2 or ratio <= 0.5 or (high is not None and high >= 2 and ratio > 1) \
+        or (low is not None and 0 < low <= 0.5 and ratio < 1)
+
+    def one(x: float) -> str:
+        return times(x) if big else pct(x - 1)
+
+    text = one(ratio)
+    if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
+        a, b = one(low), one(high)
+        text += f" ({a} to {b})" if a != b else ""
+    return text
+
+
+def figure_text(e: duel.Entry, kernel: str) -> str:
+    if e.kind == "retries":
+        found = e.counters.get(kernel, [])
+        if not found:
+            return "none" if kernel in e.counters else ""
+        return "; ".join(f"{name} {fmt(value, 2)} "
+                         f"({retry_counters.describe(name, kernel).kind})"
+                         for name, value in found[:2]) + (
+            f"; {len(found) - 2} more" if len(found) > 2 else "")
+    s = e.figures.get(kernel)
+    if s is None:
+        return ""
+    if e.kind == "latency":
+        return f"{fmt(s.mean / 1e6, 2)} ms"
+    spread = f" (CoV {fmt(s.cov * 100, 2)}%)" if e.kind in ("timed", "icount") and s.n > 1 \
+        else ""
+    return fmt(s.mean) + spread
+
+
+def ahead_text(e: duel.Entry, ctx: Context) -> str:
+    if e.kind == "retries":
+        return "not compared (different kinds)"
+    if e.ahead == "?":
+        return f"no claim: {e.note}"
+    if not e.ahead:
+        if e.prediction:
+            return f"neither: within the model's {pct_abs(e.detectable)}"
+        if e.kind == "contention" and e.ratio is None:
+            return "neither (no contention)"
+        if e.note and not math.isfinite(e.detectable):
+            return f"neither: {e.note}"
+        reach = f"; could show {pct_abs(e.detectable)} or more" \
+            if math.isfinite(e.detectable) else ""
+        return f"neither{reach}"
+    text = f"**{e.ahead}** ({e.rule})"
+    if e.caveat:
+        text += f"; not counted: {e.caveat}"
+    elif ctx.confounded(e):
+        text += "; its timings are flagged by the cross-case check"
+    elif e.kind in ("timed", "latency") and e.behind_alone():
+        text += f"; every {e.behind} boot beyond every other kernel's"
+    return ("predicted " + text) if e.prediction else text
+
+
+def span_text(ratios: list[float]) -> str:
+    """The lowest and highest of several ratios, both in the same form."""
+    if not ratios:
+        return "none"
+    low, high = min(ratios), max(ratios)
+    if change_text(low) == change_text(high):
+        return change_text(low)
+    if high >= 2 or low <= 0.5:
+        return f"{times(low)} to {times(high)}"
+    return f"{pct(low - 1)} to {pct(high - 1)}"
+
+
+def glance_measured(ctx: Context) -> Table:
+    rows = []
+    for t in duel.by_kind([e for e in ctx.entries if not e.prediction]):
+        if t.kind == "retries":
+            fired = {k: len([e for e in t.entries if e.counters.get(k)]) for k in (FIRST, SECOND)}
+            rows.append([SHORT[t.kind], "mechanism", str(len(t.entries)),
+                         *[f"fired in {fired[k]}" for k in (FIRST, SECOND)],
+                         "not compared: the series count different kinds", "", "", "", "n/a"])
+            continue
+        first = [e for e in t.ahead(FIRST) if not ctx.confounded(e)]
+        flagged = len(t.ahead(FIRST)) - len(first)
+        apart = [e.ratio for e in t.ahead(FIRST) + t.ahead(SECOND)
+                 if e.ratio is not None and math.isfinite(e.ratio)]
+        rows.append([SHORT[t.kind], "cost" if t.kind in COSTS else "mechanism",
+                     str(len(t.entries)),
+                     str(len(first)) + (f" (+{flagged} flagged)" if flagged else ""),
+                     str(len([e for e in t.ahead(SECOND) if not ctx.confounded(e)])),
+                     str(len(t.level)), str(len(t.unclaimed)),
+                     fmt(len(t.entries) * stats.ALPHA, 2) if t.kind in TESTED else "0 (counts)",
+                     span_text(apart), reach_text(t.detectable)])
+    return Table(["evidence (measured)", "kind", "comparisons", f"{FIRST} ahead",
+                  f"{SECOND} ahead", "neither", "no claim",
+                  f"claims expected by chance ({stats.ALPHA} each)",
+                  f"{SECOND} against {FIRST} where apart",
+                  "smallest difference it could show (median)"], rows)
+
+
+def glance_predicted(ctx: Context) -> Table | None:
+    found = [e for e in ctx.entries if e.prediction]
+    if not found:
+        return None
+    t = duel.KindTally("prediction", found)
+    return Table(["PREDICTION (model, not measured)", "cases", f"predicted {FIRST} ahead",
+                  f"predicted {SECOND} ahead",
+                  f"within {pct_abs(duel.PREDICTION_SAME_WITHIN)} at every hand-off",
+                  f"{SECOND} against {FIRST} (lowest to highest)"],
+                 [[KIND_LONG["prediction"], str(len(found)), str(len(t.ahead(FIRST))),
+                   str(len(t.ahead(SECOND))), str(len(t.level)), span_text(t.ratios)]])
+
+
+KIND_LONG = duel.KINDS
+
+
+def workload_table(ctx: Context, kernels: list[str]) -> Table:
+    """Every entry, workload by workload; timed cells that separate nothing are folded."""
+    refs = [k for k in duel.REFERENCES if k in kernels]
+    header = ["workload", "evidence", FIRST, SECOND, f"{SECOND} against {FIRST} (95%)",
+              "ahead", *[f"{k} ({'reference' if k == 'mainline' else 'ancestor'})"
+                         for k in refs]]
+    rows = []
+    for case in dict.fromkeys(e.case for e in ctx.entries):
+        mine = [e for e in ctx.entries if e.case == case]
+        quiet = [e for e in mine if e.kind in ("timed", "latency") and e.ahead == ""]
+        for e in mine:
+            if e in quiet:
+                continue
+            rows.append([case.label, (SHORT[e.kind] if e.prediction
+                                      else f"{SHORT[e.kind]}, {e.detail}") + (
+                f" ({e.unit})" if e.unit and e.kind not in ("retries", "latency") else ""),
+                figure_text(e, FIRST), figure_text(e, SECOND),
+                change_text(e.ratio, e.low, e.high) if e.kind != "retries" else "",
+                ahead_text(e, ctx), *[figure_text(e, k) for k in refs]])
+        if quiet:
+            reach = [e.detectable for e in quiet if math.isfinite(e.detectable)]
+            rows.append([case.label, f"timed throughput and p99 latency, "
+                         f"{plural(len(quiet), 'comparison')}", "", "", "",
+                         "neither" + (f"; could show {pct_abs(min(reach))} or more at best"
+                                      if reach else ""), *["" for _ in refs]])
+    return Table(header, rows)
+
+
+def cs_role_table(rows: list, kernels: list[str]) -> Table | None:
+    """Critical-section length per shared role, case by case (tcg-cs)."""
+    out = []
+    order = [k for k in (FIRST, SECOND) + duel.REFERENCES if k in kernels]
+    for case in evidence.cases(rows):
+        lengths = evidence.cs_lengths(rows, case)
+        for role in [r for r in ("global", "hash", "sb_list", "lru", "wb", "i_lock")
+                     if any(key[1] == r for key in lengths)]:
+            cells = [fmt(lengths[k, role].mean) if (k, role) in lengths else "" for k in order]
+            first, second = lengths.get((FIRST, role)), lengths.get((SECOND, role))
+            ratio = second.mean / first.mean if first and second and first.mean else None
+            out.append([case.label, role, *cells, change_text(ratio)])
+    if not out:
+        return None
+    return Table(["workload", "lock", *[f"{k} (instructions)" for k in order],
+                  f"{SECOND} against {FIRST}"], out)
+
+
+def cross_case_block(ctx: Context) -> list[Block]:
+    if not ctx.cross:
+        return []
+    rows = [[c.kernel, c.against, f"{c.wins} of {c.cells}", f"{c.p:.2g}",
+             change_text(c.median_ratio),
+             f"{c.pairs_won} of {len(c.pair_ratios)}, p = {c.p_pairs:.2g}"
+             if c.pair_ratios else "no pairs",
+             (f"apart in {c.icount_apart} of {c.icount_cases}; median difference "
+              f"{pct_abs(c.icount_median)}") if c.icount_cases else "not measured",
+             "**flagged**" if c.flagged else ""] for c in ctx.cross if c.wins * 2 >= c.cells]
+    text = ("Cross-case check: over every timed cell where two kernels both ran, how often "
+            "one kernel's mean throughput was the higher (two-sided sign test). A kernel that "
+            f"wins beyond chance (p < {stats.ALPHA}) while -icount puts the instructions of the "
+            f"two at least {evidence.ICOUNT_SHARE} times closer than the timed lead is "
+            "flagged: its timed lead does not come from the code it runs but from how this "
+            "host runs it, so its timed wins are not counted for it above unless the other "
+            "design's boots lie apart from every other kernel's. Cells that come from one boot "
+            "(the phases of one program, the worker counts of one boot) are not independent "
+            "and a whole boot runs fast or slow under TCG, so beside the count over cells "
+            "stands the test with the boot as the unit (analysis/rounds.py): each boot paired "
+            "with the other kernel's boot of the same round, an exact sign-flip test over the "
+            "pairs' mean log ratios. A pattern over cells that the pairs do not confirm is "
+            "boot luck counted once per case.")
+    return [Para(text), Table(["kernel", "against", "higher mean: cells", "sign test p",
+                               "median change", "higher: boot pairs", "-icount", ""], rows)]
+
+
+# One design is ahead "on balance" when its measured cost claims outnumber the other's
+# by this factor; below it the answer says neither.
+BALANCE = 3
+
+
+def verdict(ctx: Context) -> str:
+    """The answer in one phrase: which design the measured costs put ahead."""
+    first, second = ctx.claims(FIRST, COSTS), ctx.claims(SECOND, COSTS)
+    if first and not second:
+        return f"{FIRST} is ahead"
+    if second and not first:
+        return f"{SECOND} is ahead"
+    if len(first) >= BALANCE * len(second) and first:
+        return f"{FIRST} is ahead on balance"
+    if len(second) >= BALANCE * len(first) and second:
+        return f"{SECOND} is ahead on balance"
+    if first or second:
+        return "neither design is ahead"
+    return "the two designs cost the same within what this machine can measure"
+
+
+def counted(found: list[duel.Entry]) -> str:
+    """Claims by kind, and how many of them one workload case holds (one cause, counted
+    once per vCPU count and per kind)."""
+    kinds = dict.fromkeys(e.kind for e in found)
+    text = ", ".join(f"{SHORT[k]} {len([e for e in found if e.kind == k])}" for k in kinds)
+    cases: dict[evidence.Case, int] = {}
+    for e in found:
+        cases[e.case] = cases.get(e.case, 0) + 1
+    busy = [(n, c) for c, n in cases.items() if n > 1]
+    if busy:
+        n, case = max(busy, key=lambda x: x[0])
+        text += f"; {n} of them on {case.label}"
+    return text
+
+
+def answer(ctx: Context) -> list[str]:
+    """The answer in words, from the entries: costs first, then mechanisms, then what
+    this machine cannot decide."""
+    first, second = ctx.claims(FIRST, COSTS), ctx.claims(SECOND, COSTS)
+    lead = f"**On what this run measured, {verdict(ctx)}"
+    if first or second:
+        lead += (f": {SECOND} costs more in {plural(len(first), 'comparison')}"
+                 + (f" ({counted(first)})" if first else "")
+                 + f", {FIRST} in {len(second)}" + (f" ({counted(second)})" if second else ""))
+    paragraphs = [lead + ".** " + _largest(ctx) + _smallest(ctx)]
+    paragraphs.append(_mechanisms(ctx))
+    paragraphs.append(_cannot(ctx))
+    return [p for p in paragraphs if p]
+
+
+def _smallest(ctx: Context) -> str:
+    """How large the single-thread claims are: usually fractions of a percent."""
+    found = [e for e in ctx.entries if e.kind == "icount" and e.ahead in (FIRST, SECOND)
+             and e.ratio]
+    if not found:
+        return ""
+    return (f" Single-thread cost (-icount) separates them in {plural(len(found), 'case')} "
+            f"by {span_text([e.ratio for e in found if e.ratio])} ({SECOND} against {FIRST}).")
+
+
+def _largest(ctx: Context) -> str:
+    """The largest measured difference that is not confounded, and what fired there."""
+    found = [e for e in ctx.entries if e.kind == "timed" and e.ahead in (FIRST, SECOND)
+             and not ctx.confounded(e) and e.ratio]
+    if not found:
+        return ""
+    e = max(found, key=lambda e: abs(math.log(e.ratio)))  # type: ignore[arg-type]
+    text = (f"The largest: {e.case.label} at {e.detail}, {SECOND}'s throughput "
+            f"{change_text(e.ratio)} of {FIRST}'s (95% interval "
+            f"{change_text(e.low)} to {change_text(e.high)}"
+            + (f"; separated by the {e.rule})" if e.rule != "interval" else ")"))
+    if e.behind_alone():
+        text += f", every {e.behind} boot below every boot of the other kernels"
+    latency = [x for x in ctx.entries if x.kind == "latency" and x.case == e.case
+               and x.detail == e.detail and x.ratio]
+    if latency:
+        text += f"; its p99 latency {change_text(latency[0].ratio)}"
+    fired = [x for x in ctx.entries if x.kind == "retries" and x.case == e.case]
+    counters = [(n, v) for x in fired for n, v in x.counters.get(e.behind, [])]
+    only_here = [n for n, _ in counters if not any(
+        n in [c for c, _ in x.counters.get(e.behind, [])] for x in ctx.entries
+        if x.kind == "retries" and x.case != e.case)]
+    if only_here:
+        c = retry_counters.describe(only_here[0], e.behind)
+        text += (f". {e.behind}'s counter {c.name} fires in this case and in no other: "
+                 f"{c.what}")
+    return text + "."
+
+
+def _mechanisms(ctx: Context) -> str:
+    parts = []
+    for kind in MECHANISMS:
+        found = [e for e in ctx.entries if e.kind == kind]
+        if not found:
+            continue
+        if kind == "retries":
+            parts.append(_retries_phrase(found))
+            continue
+        a, b = [e for e in found if e.ahead == FIRST], [e for e in found if e.ahead == SECOND]
+        level = [e for e in found if e.ahead == ""]
+        if not a and not b:
+            parts.append(f"{SHORT[kind]}: the same in all {plural(len(found), 'case')}")
+            continue
+        ratios = [e.ratio for e in a + b if e.ratio]
+        parts.append(f"{SHORT[kind]}: {FIRST} lower in {len(a)}, {SECOND} lower in {len(b)} "
+                     f"({SECOND} {span_text(ratios)}), the same in {len(level)} of "
+                     f"{plural(len(found), 'case')}")
+    if not parts:
+        return ""
+    return "What differs: " + "; ".join(parts) + "."
+
+
+def _retries_phrase(found: list[duel.Entry]) -> str:
+    """Which counters fired, per design, with their kind and in how many cases."""
+    phrases = []
+    for design in (FIRST, SECOND):
+        cases: dict[str, set] = {}
+        for e in found:
+            for name, _ in e.counters.get(design, []):
+                cases.setdefault(name, set()).add(e.case)
+        phrases.append(f"{design}'s " + (", ".join(
+            f"{name} ({retry_counters.describe(name, design).kind}) in "
+            f"{plural(len(c), 'case')}" for name, c in sorted(cases.items())) or "none fired"))
+    return "retries: " + "; ".join(phrases) + " (different kinds: never compared)"
+
+
+def _cannot(ctx: Context) -> str:
+    parts = [f"how either design scales beyond {ctx.cores} CPUs (this host has "
+             f"{ctx.cores} cores and runs guests under TCG)"]
+    predicted = [e for e in ctx.entries if e.prediction]
+    if predicted:
+        t = duel.KindTally("prediction", predicted)
+        parts[-1] += (f"; the queueing model, a prediction, puts them within "
+                      f"{pct_abs(duel.PREDICTION_SAME_WITHIN)} of each other at "
+                      f"{duel.PREDICTION_CPUS} CPUs in {len(t.level)} of "
+                      f"{plural(len(predicted), 'case')}")
+    timed = [e for e in ctx.entries if e.kind == "timed" and math.isfinite(e.detectable)]
+    if timed:
+        reach = sorted(e.detectable for e in timed)
+        parts.append(f"timed differences smaller than {pct_abs(reach[0])} to "
+                     f"{pct_abs(reach[-1])}, what the boots of one case can separate here"
+                     + (f" (boots of one kernel vary by {pct_abs(ctx.noise[0])} to "
+                        f"{pct_abs(ctx.noise[1])}, CoV)" if ctx.noise else ""))
+    for c in ctx.flagged:
+        parts.append(f"whether {c.kernel}'s timed lead over {c.against} is its own: it is "
+                     f"higher in {c.wins} of {c.cells} cells (sign test p = {c.p:.2g}, median "
+                     f"{change_text(c.median_ratio)}) but in {c.pairs_won} of "
+                     f"{len(c.pair_ratios)} boot pairs (p = {c.p_pairs:.2g}), while -icount "
+                     f"puts their instructions {pct_abs(c.icount_median)} apart (median)")
+    for e in [e for e in ctx.entries if e.caveat and e.ahead in (FIRST, SECOND)]:
+        parts.append(f"whether {e.behind}'s lag {SHORT[e.kind]} ({change_text(e.ratio)}, "
+                     f"{e.rule}) is its design's: {e.caveat}")
+    unclaimed = [e for e in ctx.entries if e.kind == "icount" and e.ahead == "?"]
+    unmeasured = [e for e in unclaimed if "never measured" in e.note]
+    stalled = [e for e in unclaimed if "stalled" in e.note]
+    if unmeasured:
+        parts.append(f"single-thread cost in {plural(len(unmeasured), 'case')} whose -icount "
+                     "rerun spread was never measured ("
+                     + ", ".join(e.case.label for e in unmeasured) + ")")
+    if stalled:
+        parts.append(f"single-thread cost in {plural(len(stalled), 'case')} where a boot "
+                     "stalled on its own and wants a rerun ("
+                     + ", ".join(e.case.label for e in stalled) + ")")
+    return "What this machine cannot decide: " + "; ".join(parts) + "."
+
+
+def blocks(ctx: Context, rows: list, kernels: list[str]) -> list[Block]:
+    out: list[Block] = [Heading(2, f"The answer: {FIRST} against {SECOND}")]
+    out += [Para(p) for p in answer(ctx)]
+    out.append(Para(
+        f"At a glance: per kind of evidence, in how many comparisons (workload cases, and "
+        f"vCPU counts where timed) each design is ahead. *Cost*: what a user pays (time, "
+        f"instructions, contention); *mechanism*: what explains a cost. Rules: exact counts "
+        f"differ beyond {pct_abs(evidence.EXACT_TOLERANCE)} and "
+        f"{fmt(evidence.EXACT_FLOOR, 1)} acquisitions/op (EXACT_TOLERANCE, EXACT_FLOOR: "
+        f"kernel threads add that much to a window); timed figures by the "
+        f"{stats.INTERVAL_METHOD}, or by an {stats.RANK_METHOD} (p < {stats.ALPHA}) when every "
+        f"boot of one design lies beyond every boot of the other; -icount also beyond its "
+        f"measured rerun spread; contention by an exact test of the two counts. With "
+        f"{stats.ALPHA} per test, about one comparison in {round(1 / stats.ALPHA)} is "
+        f"claimed by chance alone."))
+    out.append(glance_measured(ctx))
+    predicted = glance_predicted(ctx)
+    if predicted:
+        out.append(predicted)
+    out += cross_case_block(ctx)
+    if ctx.record:
+        out.append(Para("The record of each design beyond the timed cases:"))
+        out.append(Table(["record", FIRST, SECOND], ctx.record))
+    out.append(Heading(3, f"{FIRST} against {SECOND}, workload by workload"))
+    out.append(Para(
+        f"Each figure is the mean over boots (CoV beside timed ones); the change is "
+        f"{SECOND}'s against {FIRST}'s with its 95% interval; *ahead* names the design the "
+        f"evidence puts ahead and the rule that decided, or says what difference it could "
+        f"have shown. mainline (6.1, already {FIRST}'s lock order) is a reference, base "
+        f"(one global inode_cache_lock) the ancestor of both."))
+    out.append(workload_table(ctx, kernels))
+    roles = cs_role_table(rows, kernels)
+    if roles:
+        out.append(Heading(3, "Critical sections by lock (tcg-cs)"))
+        out.append(Para(
+            "Guest instructions from a spinlock's acquiring instruction to its release, per "
+            "acquisition, perf kernels at 1 vCPU under -icount, mean over the tcg-cs boots "
+            "(interrupts that land inside a section counted apart). Unlike lock_stat's hold "
+            "times, lockdep's bookkeeping is not in them."))
+        out.append(roles)
+    return out
