@@ -15,6 +15,7 @@ from harness import host, lockorder
 from harness.analysis import cs_validation
 from harness.boot import measure, tcg_cs
 from harness.guest import plan, workloads
+from harness.kernels import objdump as disasm
 from harness.layout import REPO_ROOT
 from harness.parsers import tcg_cs as parser
 
@@ -125,8 +126,8 @@ def test_inode_hash_table_bit_locks_are_the_hash_role():
     assert MAINLINE.role_of("Inode-cache") is None  # the lock-order itself is left alone
 
 
-def objdump(name: str) -> list[cs_validation.Insn]:
-    return cs_validation.parse_objdump((DATA / f"captured-{name}.objdump").read_text())
+def objdump(name: str) -> list[disasm.Insn]:
+    return disasm.parse_objdump((DATA / f"captured-{name}.objdump").read_text())
 
 
 def test_lock_fast_path_follows_a_successful_cmpxchg():
@@ -149,7 +150,7 @@ def straight_line_count(insns, call, release):
     path = [i for i in insns if call < i.address <= release]
     assert path[-1].mnemonic == "movb" and path[-1].operands.startswith("$0x0,")
     assert not [i for i in path if i.mnemonic.startswith("j") or i.mnemonic in
-                cs_validation.BRANCHES or i.rep]
+                disasm.BRANCHES or i.rep]
     return len(path)
 
 
@@ -171,15 +172,15 @@ def test_automatic_check_needs_a_preserved_lock_register():
     insns = objdump("new_inode")
     before = [i for i in insns if i.address < SB_LIST_CALL]
     assert cs_validation.lock_operand(before) is None  # lea 0x500(%rax),%rdi
-    mov_rbx = [cs_validation.Insn(1, "mov", "%rbx,%rdi")]
+    mov_rbx = [disasm.Insn(1, "mov", "%rbx,%rdi")]
     assert cs_validation.lock_operand(mov_rbx) == ("(%rbx)", "rbx")
-    after = [cs_validation.Insn(2, "movb", "$0x0,0x4(%rbx)"),  # another field: not the lock
-             cs_validation.Insn(3, "mov", "%eax,0x10(%rbx)"),
-             cs_validation.Insn(4, "movb", "$0x0,(%rbx)")]
+    after = [disasm.Insn(2, "movb", "$0x0,0x4(%rbx)"),  # another field: not the lock
+             disasm.Insn(3, "mov", "%eax,0x10(%rbx)"),
+             disasm.Insn(4, "movb", "$0x0,(%rbx)")]
     assert cs_validation.straight_line_release(after, ("(%rbx)", "rbx")) == 3
-    rewritten = [cs_validation.Insn(2, "mov", "0x8(%rbx),%rbx")] + after
+    rewritten = [disasm.Insn(2, "mov", "0x8(%rbx),%rbx")] + after
     assert cs_validation.straight_line_release(rewritten, ("(%rbx)", "rbx")) is None
-    string_copy = [cs_validation.Insn(2, "movsq", "%ds:(%rsi),%es:(%rdi)", rep=True)] + after
+    string_copy = [disasm.Insn(2, "movsq", "%ds:(%rsi),%es:(%rdi)", rep=True)] + after
     assert cs_validation.straight_line_release(string_copy, ("(%rbx)", "rbx")) is None
 
 
