@@ -349,7 +349,7 @@ static void close_episode(struct vcpu *v, int k, int abandoned)
 {
 	struct episode *e = &v->ep[k];
 
-	record_episode(e->cls, e->site, e->failures, vcpu_insns(v) - e->start, abandoned);
+	record_episode(e, vcpu_insns(v) - e->start, abandoned);
 	v->ep[k] = v->ep[--v->n_ep];
 }
 
@@ -395,14 +395,23 @@ static void trylock_failed(struct vcpu *v, const struct pending *p)
 	v->ep[v->n_ep].start = vcpu_insns(v);
 	v->ep[v->n_ep].failures = 1;
 	v->ep[v->n_ep].cls = cls;
+	v->ep[v->n_ep].moved_on = 0;
 	v->n_ep++;
 }
 
+/*
+ * The success that closes an episode; other episodes of the site see the
+ * walk move on to another lock (a walker that skips, as the LRU's does,
+ * meets the lock again later, if ever).
+ */
 static void trylock_succeeded(struct vcpu *v, const struct pending *p)
 {
 	int k;
 
 	expire_episodes(v);
+	for (k = 0; k < v->n_ep; k++)
+		if (v->ep[k].site == p->site && v->ep[k].lock != p->lock)
+			v->ep[k].moved_on = 1;
 	k = find_episode(v, p->site, p->lock);
 	if (k >= 0)
 		close_episode(v, k, 0);

@@ -21,7 +21,9 @@
 struct cs_stat {
 	uint64_t site, n, sum, min, max, irq, interrupted;
 	uint64_t read, written, prev, lockline, cold, chain;
-	uint64_t tl_failed, tl_episodes, tl_episode_failures, tl_episode_insns, tl_abandoned;
+	uint64_t tl_failed, tl_abandoned;
+	uint64_t tl_retries, tl_retry_failures, tl_retry_insns;	/* episodes that did not move on */
+	uint64_t tl_skips, tl_skip_insns;			/* and those that did */
 	uint32_t cls;
 	int used;
 };
@@ -165,21 +167,25 @@ void record_trylock_failure(uint32_t cls, uint64_t site)
 		stat_of(cls, site)->tl_failed++;
 }
 
-void record_episode(uint32_t cls, uint64_t site, uint64_t failures, uint64_t insns_spent,
-		    int abandoned)
+void record_episode(const struct episode *e, uint64_t insns_spent, int abandoned)
 {
 	struct cs_stat *s;
 
 	if (!window_open)
 		return;
-	s = stat_of(cls, site);
+	s = stat_of(e->cls, e->site);
 	if (abandoned) {
 		s->tl_abandoned++;
 		return;
 	}
-	s->tl_episodes++;
-	s->tl_episode_failures += failures;
-	s->tl_episode_insns += insns_spent;
+	if (e->moved_on) {
+		s->tl_skips++;
+		s->tl_skip_insns += insns_spent;
+		return;
+	}
+	s->tl_retries++;
+	s->tl_retry_failures += e->failures;
+	s->tl_retry_insns += insns_spent;
 }
 
 /* ---- writing ---- */
@@ -192,10 +198,11 @@ static void write_stat(const struct cs_stat *s)
 			"\t%" PRIu64 "\t%" PRIu64 "\n", label, class_name(s->cls), s->site, s->n, s->sum,
 			s->min, s->max, s->irq, s->interrupted, s->read, s->written, s->prev,
 			s->lockline, s->cold, s->chain);
-	if (s->tl_failed || s->tl_episodes || s->tl_abandoned)
+	if (s->tl_failed || s->tl_retries || s->tl_skips || s->tl_abandoned)
 		fprintf(out, "trylock\t%s\t%s\t%" PRIx64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-			"\t%" PRIu64 "\t%" PRIu64 "\n", label, class_name(s->cls), s->site,
-			s->tl_failed, s->tl_episodes, s->tl_episode_failures, s->tl_episode_insns,
+			"\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", label,
+			class_name(s->cls), s->site, s->tl_failed, s->tl_retries,
+			s->tl_retry_failures, s->tl_retry_insns, s->tl_skips, s->tl_skip_insns,
 			s->tl_abandoned);
 }
 

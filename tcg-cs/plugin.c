@@ -78,7 +78,8 @@
  *   window LABEL INSTRUCTIONS INTERRUPT_INSTRUCTIONS ROLE_HELD_INSTRUCTIONS ACCESSES COLD
  *   cs LABEL CLASS SITE ACQUISITIONS INSTRUCTIONS MIN MAX INTERRUPT_INSTRUCTIONS INTERRUPTED
  *      LINES_READ LINES_WRITTEN LINES_PREV LOCKLINE_WRITTEN COLD CHAIN
- *   trylock LABEL CLASS SITE FAILED EPISODES EPISODE_FAILURES EPISODE_INSTRUCTIONS ABANDONED
+ *   trylock LABEL CLASS SITE FAILED RETRIES RETRY_FAILURES RETRY_INSTRUCTIONS SKIPS
+ *           SKIP_INSTRUCTIONS ABANDONED
  *   note LABEL KEY VALUE
  *   tsec LABEL ID CLASS SITE LOCK LENGTH READ WRITTEN PREV COLD LOCKLINE_WRITTEN CHAIN
  *   tline LABEL ID VADDR INSN FLAGS GAP
@@ -95,10 +96,14 @@
  * the same lock, LOCKLINE_WRITTEN sections that wrote the lock word's line
  * other than through the lock word, COLD cold lines, CHAIN (hash sections)
  * the chain entries visited (lines.c: the loads of the walk's per-entry
- * load instruction). A trylock EPISODE runs from a vCPU's first failed
- * trylock of a lock at a site to its success there; EPISODE_INSTRUCTIONS
- * are the failing vCPU's instructions in between. tsec, tline and tchain
- * (traced sections) give a section's lines: the first access's data and
+ * load instruction). A trylock episode runs from a vCPU's first failed
+ * trylock of a lock at a site to its success there: a RETRY when no
+ * trylock of another lock succeeded at the site meanwhile (a loop that
+ * tries the same lock again), else a SKIP (a walk that moved on and met
+ * the lock again later); their INSTRUCTIONS are the failing vCPU's from
+ * the first failure to the success, RETRY_FAILURES the failures in the
+ * retries; ABANDONED episodes met no success within the retry horizon.
+ * tsec, tline and tchain (traced sections) give a section's lines: the first access's data and
  * instruction address, FLAGS R read, W written, c cold, p previous, L on
  * the lock word's line, and GAP the instructions since its previous access
  * ("-": never).

@@ -102,6 +102,7 @@ struct episode {
 	uint64_t site, lock, start;	/* start: the vCPU's instructions at the first failure */
 	uint64_t failures;
 	uint32_t cls;
+	int moved_on;		/* a trylock of another lock succeeded at the site meanwhile */
 };
 
 struct vcpu {
@@ -200,8 +201,7 @@ extern uint64_t accesses, cold_accesses;	/* in windows: all, and missing the cac
 void record_section(const struct held *h, uint64_t len, uint64_t irq,
 		    const struct section_lines *l);
 void record_trylock_failure(uint32_t cls, uint64_t site);
-void record_episode(uint32_t cls, uint64_t site, uint64_t failures, uint64_t insns_spent,
-		    int abandoned);
+void record_episode(const struct episode *e, uint64_t insns_spent, int abandoned);
 int window_is_open(void);
 void byte_marker(int kind, uint64_t addr);
 void output_open(FILE *f);

@@ -186,7 +186,7 @@ def line_counts(rows: list[tidy.Row]) -> list[LineCounts]:
 
 
 def trylock_sites(rows: list[tidy.Row]) -> list[tuple]:
-    """(kernel, case, cpus, role, site, failures, acquired, episodes, insn per episode,
+    """(kernel, case, cpus, role, site, failures, acquired, retries, insn per retry, skips,
     abandoned): the round-robin boots' trylock figures, means over boots."""
     values: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
@@ -195,8 +195,8 @@ def trylock_sites(rows: list[tidy.Row]) -> list[tuple]:
             values[r.kernel, _case(r), r.cpus, r.lock, site][metric].append(r.value)
     mean = lambda v: statistics.fmean(v) if v else None  # noqa: E731
     return [(*key, mean(m["trylock_failures"]), mean(m["trylock_acquired"]),
-             mean(m["trylock_retry_episodes"]),
-             mean(m["trylock_retry_instructions_per_episode"]), mean(m["trylock_abandoned"]))
+             mean(m["trylock_retries"]), mean(m["trylock_retry_instructions_per_retry"]),
+             mean(m["trylock_skips"]), mean(m["trylock_abandoned"]))
             for key, m in sorted(values.items())]
 
 
@@ -215,9 +215,9 @@ def print_lines_and_trylocks(rows: list[tidy.Row], out=sys.stdout) -> None:
     sites = trylock_sites(rows)
     if sites:
         print("\n## Failed trylocks per call site (tcg-cs-rr, means over boots)\n", file=out)
-        print("| kernel | case | vCPUs | role | site | failed | acquired | episodes "
-              "| insn per episode | abandoned |", file=out)
-        print("|---|---|---|---|---|---|---|---|---|---|", file=out)
+        print("| kernel | case | vCPUs | role | site | failed | acquired | retries "
+              "| insn per retry | skips | abandoned |", file=out)
+        print("|---|---|---|---|---|---|---|---|---|---|---|", file=out)
         fmt = lambda v: "" if v is None else f"{v:.1f}"  # noqa: E731
         for kernel, case, cpus, role, site, *numbers in sites:
             print(f"| {kernel} | {_fmt_case(case)} | {cpus} | {role} | {site} | "

@@ -105,14 +105,18 @@ def _trylock_figures(phase: str, ops: float, window: tcg_cs.Window, roles: LockO
         out += [Figure(phase, role, f"trylock_failures.{site}", t.failed, "count"),
                 Figure(phase, role, f"trylock_acquired.{site}",
                        acquired.get((t.lock_class, t.site), 0), "count"),
-                Figure(phase, role, f"trylock_retry_episodes.{site}", t.episodes, "count"),
+                Figure(phase, role, f"trylock_retries.{site}", t.retries, "count"),
+                Figure(phase, role, f"trylock_skips.{site}", t.skips, "count"),
                 Figure(phase, role, f"trylock_abandoned.{site}", t.abandoned, "count")]
-        if t.episodes:
-            out.append(Figure(phase, role, f"trylock_retry_instructions_per_episode.{site}",
-                              t.episode_instructions / t.episodes, "insn"))
+        if t.retries:
+            out.append(Figure(phase, role, f"trylock_retry_instructions_per_retry.{site}",
+                              t.retry_instructions / t.retries, "insn"))
+        if t.skips:
+            out.append(Figure(phase, role, f"trylock_skip_instructions_per_skip.{site}",
+                              t.skip_instructions / t.skips, "insn"))
         if ops:
             out += [Figure(phase, role, f"trylock_failures_per_op.{site}", t.failed / ops,
                            "per op"),
                     Figure(phase, role, f"trylock_retry_instructions_per_op.{site}",
-                           t.episode_instructions / ops, "insn")]
+                           t.retry_instructions / ops, "insn")]
     return out

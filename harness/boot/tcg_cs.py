@@ -55,12 +55,17 @@ spinning on a held lock lets the holder run; no -icount), per trylock call
 site SITE (function+offset) of an icache role, never summed over sites:
     lock ROLE  trylock_failures.SITE     failed trylocks (count), and _per_op
                trylock_acquired.SITE     successful ones (count)
-               trylock_retry_episodes.SITE
-                                         from a vCPU's first failed trylock of a lock at
-                                         SITE to its success there (count)
-               trylock_retry_instructions_per_episode.SITE
+               trylock_retries.SITE      episodes from a vCPU's first failed trylock of a
+                                         lock at SITE to its success there, with no other
+                                         lock's trylock succeeding at SITE meanwhile: a
+                                         loop that tries the same lock again (count)
+               trylock_retry_instructions_per_retry.SITE
                                          the failing vCPU's instructions in between
                trylock_retry_instructions_per_op.SITE
+               trylock_skips.SITE        episodes in which the site moved on to other
+                                         locks and met this one again later (a walk that
+                                         skips, as 6.1's LRU isolate does), and
+               trylock_skip_instructions_per_skip.SITE
                trylock_abandoned.SITE    episodes that met no success within
                                          RETRY_HORIZON of the vCPU's instructions
 """

@@ -8,8 +8,8 @@ cache lines and trylock retries, still read), "config KEY VALUE" lines
     cs      LABEL  CLASS  SITE  ACQUISITIONS  INSTRUCTIONS  MIN  MAX  INTERRUPT_INSTRUCTIONS
                    INTERRUPTED  LINES_READ  LINES_WRITTEN  LINES_PREV  LOCKLINE_WRITTEN
                    COLD  CHAIN
-    trylock LABEL  CLASS  SITE  FAILED  EPISODES  EPISODE_FAILURES  EPISODE_INSTRUCTIONS
-                   ABANDONED
+    trylock LABEL  CLASS  SITE  FAILED  RETRIES  RETRY_FAILURES  RETRY_INSTRUCTIONS
+                   SKIPS  SKIP_INSTRUCTIONS  ABANDONED
     note    LABEL  KEY    VALUE
     tsec    LABEL  ID  CLASS  SITE  LOCK  LENGTH  READ  WRITTEN  PREV  COLD  LOCKLINE_WRITTEN
                    CHAIN
@@ -25,8 +25,10 @@ INTERRUPTED of the sections); MIN and MAX are of the same own lengths. A
 window's ROLE_HELD_INSTRUCTIONS ran with at least one lock of an icache
 role held (the harness told the plugin which classes have one). The line
 columns are sums over the sections (plugin.c says what each counts); a
-trylock EPISODE runs from a vCPU's first failed trylock of a lock at a site
-to its success there. tsec/tline/tchain give traced sections line by line.
+trylock episode runs from a vCPU's first failed trylock of a lock at a site
+to its success there: a retry if no other lock's trylock succeeded at the
+site meanwhile, else a skip. tsec/tline/tchain give traced sections line
+by line.
 """
 
 from __future__ import annotations
@@ -76,9 +78,11 @@ class Trylock:
     lock_class: str
     site: int
     failed: int
-    episodes: int  # from a first failure to the success, closed in this window
-    episode_failures: int
-    episode_instructions: int  # the failing vCPU's, over those episodes
+    retries: int  # episodes (first failure to success) that tried only this lock
+    retry_failures: int
+    retry_instructions: int  # the failing vCPU's, over those episodes
+    skips: int  # episodes in which the site succeeded on other locks meanwhile
+    skip_instructions: int
     abandoned: int  # episodes that never met their success within the horizon
 
 
@@ -212,15 +216,14 @@ class _Reader:
                                              interrupted, lines))
 
     def trylock(self, parts: list[str], line: str) -> None:
-        if len(parts) != 9:
+        if len(parts) != 11:
             raise self.error("malformed trylock line", line)
-        failed, episodes, episode_failures, insns, abandoned = self.ints(parts[4:])
-        if episode_failures < episodes or min(failed, episodes, insns, abandoned) < 0:
+        numbers = self.ints(parts[4:])
+        if numbers[2] < numbers[1] or min(numbers) < 0:
             raise self.error("inconsistent trylock line", line)
+        site = _int(parts[3], self.source, self.lineno, 16)
         assert self.current is not None
-        self.current.trylocks.append(Trylock(parts[2], _int(parts[3], self.source, self.lineno, 16),
-                                             failed, episodes, episode_failures, insns,
-                                             abandoned))
+        self.current.trylocks.append(Trylock(parts[2], site, *numbers))
 
     def note(self, parts: list[str], line: str) -> None:
         if len(parts) != 4:
