@@ -219,3 +219,45 @@ def test_chain_entries_per_acquisition_is_the_mean_over_sections():
     assert hits / n <= figures["hash", "cs_chain_entries_per_acq"] < 1.01 * hits / n
     assert figures["hash", "cs_lockword_line_written_share"] == 0.0
     assert ("i_lock", "cs_chain_entries_per_acq") not in figures
+
+
+def _tidy_rows(output: parser.Output, label: str, ops: float, rep: int) -> list:
+    """The tidy rows a run would have of one captured window (tcg-cs, 1 vCPU)."""
+    from harness.run import tidy
+    phase = label.split(".", 1)[1]
+    figures = tcg_cs.cs_figures.window_figures(phase, ops, output.windows[label],
+                                               tcg_cs.with_tables(parse(MAINLINE_FILE)), output)
+    return [tidy.Row("mainline", "perf", tcg_cs.MODE, "create-unlink", "tmpfs", 1, 1, rep,
+                     phase, f.lock, f.metric, f.value, f.unit, "ok", f"boot{rep}/s01")
+            for f in figures]
+
+
+def test_scaling_inputs_take_each_roles_lines_and_do_without():
+    from harness.analysis import scaling_inputs
+    rows = _tidy_rows(captured(), "s01.create-unlink", 2000, 1)
+    match = dict(kernel="mainline", flavour="perf", mode=tcg_cs.MODE, cpus=1,
+                 workload="create-unlink", fs="tmpfs", phase="create-unlink")
+    lines = scaling_inputs.role_lines(rows, match)
+    figures = {(r.lock, r.metric): r.value for r in rows}
+    sb = lines["sb_list"]
+    assert sb.written == figures["sb_list", "cs_lines_written_per_acq"]
+    assert sb.from_previous == figures["sb_list", "cs_lines_from_previous_per_acq"]
+    assert sb.lockword_line_written_share == 1.0 and sb.chain_entries is None
+    assert set(lines) == {"sb_list", "i_lock"} | ({"lru"} & {r.lock for r in rows})
+    # A run from before the plugin counted lines: no line inputs at all.
+    old = [r for r in rows if "lines" not in r.metric and "cold" not in r.metric]
+    assert scaling_inputs.role_lines(old, match) == {}
+
+
+def test_case_inputs_carry_the_lines_into_each_role():
+    from harness.analysis import scaling_inputs
+    from harness.layout import default_layout
+    from harness.tests.conftest import CASE, mainline_rows
+    cs_rows = _tidy_rows(captured(), "s01.create-unlink", 2000, 1)
+    inputs = scaling_inputs.case_inputs(default_layout(), mainline_rows() + cs_rows, {},
+                                        "mainline", CASE)
+    by_role = {r.role: r for r in inputs.roles}
+    assert by_role["sb_list"].lines.lockword_line_written_share == 1.0
+    assert by_role["i_lock"].lines.read > 0
+    without = scaling_inputs.case_inputs(default_layout(), mainline_rows(), {}, "mainline", CASE)
+    assert all(r.lines is None for r in without.roles)
