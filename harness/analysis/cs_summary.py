@@ -166,7 +166,7 @@ class LineCounts:
     role: str
     boots: int
     means: dict[str, float]  # LINE_COLUMNS -> mean over boots (absent: not measured)
-    touched_cv: float  # of read + written lines per acquisition, over boots
+    touched_cv: float | None  # of read + written lines per acquisition, over boots (>= 2)
 
 
 def line_counts(rows: list[tidy.Row]) -> list[LineCounts]:
@@ -181,7 +181,7 @@ def line_counts(rows: list[tidy.Row]) -> list[LineCounts]:
         touched = [read[c] + written[c] for c in read if c in written]
         out.append(LineCounts(kernel, case, role, len(read),
                               {m: statistics.fmean(v.values()) for m, v in metrics.items()},
-                              _cv(touched) if len(touched) >= 2 else 0.0))
+                              _cv(touched) if len(touched) >= 2 else None))
     return out
 
 
@@ -210,8 +210,9 @@ def print_lines_and_trylocks(rows: list[tidy.Row], out=sys.stdout) -> None:
         for c in counts:
             cells = " | ".join("" if m not in c.means else f"{c.means[m]:.2f}"
                                for m in LINE_COLUMNS)
+            cv = "n/a" if c.touched_cv is None else f"{100 * c.touched_cv:.2f}%"
             print(f"| {c.kernel} | {_fmt_case(c.case)} | {c.role} | {c.boots} | {cells} | "
-                  f"{100 * c.touched_cv:.2f}% |", file=out)
+                  f"{cv} |", file=out)
     sites = trylock_sites(rows)
     if sites:
         print("\n## Failed trylocks per call site (tcg-cs-rr, means over boots)\n", file=out)

@@ -244,12 +244,16 @@ def plugin_config(layout: Layout, image: kbuild.KernelImage, out: Path, order: L
 
 
 def machine(layout: Layout, image: kbuild.KernelImage, boot_dir: Path, order: LockOrder,
-            cpus: int = 1, options: Options | None = None) -> qemu.Machine:
+            cpus: int = 1, options: Options | None = None,
+            repetition: int = 1) -> qemu.Machine:
     """The machine with the plugin, configured for this boot: 1 vCPU under -icount
-    (mode tcg-cs), or several round robin (mode tcg-cs-rr: trylock retries; cache
-    lines are not tracked there unless options say so)."""
+    (mode tcg-cs), or several round robin (mode tcg-cs-rr: trylock retries).
+
+    By default cache lines are tracked in the first repetition of 1-vCPU
+    boots only: tracking them makes a boot 3-5 times slower, and a section's
+    lines repeat from boot to boot within 1% (NOTES.md "Issue 25 (lines)")."""
     if options is None:
-        options = Options(lines=cpus == 1)
+        options = Options(lines=cpus == 1 and repetition == 1)
     boot_dir.mkdir(parents=True, exist_ok=True)
     config = boot_dir / "tcg-cs.conf"
     config.write_text(plugin_config(layout, image, boot_dir / OUTPUT, order, options))
