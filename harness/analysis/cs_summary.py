@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     print_lines_and_trylocks(rows)
     cs_boots = [b for b in args.boots if (b / tcg_cs.OUTPUT).exists()]
     if args.run_dir:
-        cs_boots += sorted((args.run_dir / "boots").glob(f"*-{tcg_cs.MODE}-*"))
+        cs_boots += sorted((args.run_dir / "boots").glob(f"*-{tcg_cs.MODE}-c1-*"))
     agree = print_validation(cs_boots) if args.validate else True
     return 0 if repeatable and agree else 1
 
