@@ -74,8 +74,10 @@ def test_tracking_lines_changes_no_instruction_count(tmp_path):
     with_lines = boot_create_unlink(tmp_path / "lines")
     without = boot_create_unlink(tmp_path / "plain", options=tcg_cs.Options(lines=False))
     assert ("sb_list", "cs_lines_written_per_acq") not in without
+    # Background work (a kworker, a timer) adds an acquisition or two per
+    # window now and then: 8.001 i_lock per op against 8.000 was seen.
     for key in [k for k in without if k[1] in ("cs_acquisitions_per_op",)]:
-        assert with_lines[key] == without[key], key
+        assert with_lines[key] == pytest.approx(without[key], rel=0.001), key
     for key in [k for k in without if k[1] in ("instructions_per_op",
                                                "cs_instructions_per_acq")]:
         assert with_lines[key] == pytest.approx(without[key], rel=0.002), key
