@@ -292,6 +292,7 @@ static void section_touch(struct vcpu *v, int i, const struct access *a)
 		e->vaddr = a->vaddr;
 		e->insn = a->insn;
 		e->gap = a->gap;
+		e->time = vcpu_insns(v);
 		if (a->line == h->lock_line)
 			e->flags = LS_LOCKLINE;
 		else if (a->cold)
@@ -393,8 +394,9 @@ void lines_trace(FILE *f, const struct held *h)
 	for (k = 0; k < h->set.used; k++) {
 		const struct ls_entry *e = &h->set.e[h->set.order[k]];
 
-		fprintf(f, "tline\t%" PRIu64 "\t%" PRIx64 "\t%" PRIx64 "\t%s%s%s%s%s\t", h->id,
-			e->vaddr, e->insn, e->flags & LS_READ ? "R" : "", e->flags & LS_WRITE ? "W" : "",
+		fprintf(f, "tline\t%" PRIu64 "\t%" PRIx64 "\t%" PRIx64 "\t%" PRIu64 "\t%s%s%s%s%s\t",
+			h->id, e->vaddr, e->insn, e->time, e->flags & LS_READ ? "R" : "",
+			e->flags & LS_WRITE ? "W" : "",
 			e->flags & LS_COLD ? "c" : "", e->flags & LS_PREV ? "p" : "",
 			e->flags & LS_LOCKLINE ? "L" : "");
 		if (e->gap == UINT64_MAX)

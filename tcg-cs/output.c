@@ -120,9 +120,9 @@ static struct cs_stat *stat_of(uint32_t cls, uint64_t site)
 
 static void trace_section(const struct held *h, uint64_t len, const struct section_lines *l)
 {
-	fprintf(trace, "tsec\t%" PRIu64 "\t%s\t%" PRIx64 "\t%" PRIx64 "\t%" PRIu64
-		"\t%u\t%u\t%u\t%u\t%d\t%u\n", h->id, class_name(h->cls), h->site, h->addr, len,
-		l->read, l->written, l->prev, l->cold, l->lockline_written, l->chain);
+	fprintf(trace, "tsec\t%" PRIu64 "\t%s\t%" PRIx64 "\t%" PRIx64 "\t%" PRIu64 "\t%" PRIu64
+		"\t%u\t%u\t%u\t%u\t%d\t%u\n", h->id, class_name(h->cls), h->site, h->addr,
+		h->start, len, l->read, l->written, l->prev, l->cold, l->lockline_written, l->chain);
 	lines_trace(trace, h);
 }
 

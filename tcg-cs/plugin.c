@@ -81,8 +81,8 @@
  *   trylock LABEL CLASS SITE FAILED RETRIES RETRY_FAILURES RETRY_INSTRUCTIONS SKIPS
  *           SKIP_INSTRUCTIONS ABANDONED
  *   note LABEL KEY VALUE
- *   tsec LABEL ID CLASS SITE LOCK LENGTH READ WRITTEN PREV COLD LOCKLINE_WRITTEN CHAIN
- *   tline LABEL ID VADDR INSN FLAGS GAP
+ *   tsec LABEL ID CLASS SITE LOCK START LENGTH READ WRITTEN PREV COLD LOCKLINE_WRITTEN CHAIN
+ *   tline LABEL ID VADDR INSN TIME FLAGS GAP
  *   tchain LABEL ID INSN LOADS     (the walk's per-entry load instruction)
  * where a section's INSTRUCTIONS (and MIN, MAX) are its own and
  * INTERRUPT_INSTRUCTIONS those of interrupts that arrived while a lock was
@@ -103,10 +103,11 @@
  * the lock again later); their INSTRUCTIONS are the failing vCPU's from
  * the first failure to the success, RETRY_FAILURES the failures in the
  * retries; ABANDONED episodes met no success within the retry horizon.
- * tsec, tline and tchain (traced sections) give a section's lines: the first access's data and
- * instruction address, FLAGS R read, W written, c cold, p previous, L on
- * the lock word's line, and GAP the instructions since its previous access
- * ("-": never).
+ * tsec, tline and tchain (traced sections) give a section's START (the
+ * vCPU's instructions at its acquisition) and lines: the first access's
+ * data and instruction address and TIME (the vCPU's instructions then),
+ * FLAGS R read, W written, c cold, p previous, L on the lock word's line,
+ * and GAP the instructions since the line's previous access ("-": never).
  * and at exit "boot KEY VALUE" lines.
  */
 #include <inttypes.h>

@@ -62,6 +62,7 @@ struct ls_entry {
 	uint64_t vaddr;		/* first access: data address and instruction */
 	uint64_t insn;
 	uint64_t gap;		/* instructions since the line was last touched (first access) */
+	uint64_t time;		/* the vCPU's instructions at the first access */
 	uint32_t flags;
 };
 

@@ -11,9 +11,9 @@ cache lines and trylock retries, still read), "config KEY VALUE" lines
     trylock LABEL  CLASS  SITE  FAILED  RETRIES  RETRY_FAILURES  RETRY_INSTRUCTIONS
                    SKIPS  SKIP_INSTRUCTIONS  ABANDONED
     note    LABEL  KEY    VALUE
-    tsec    LABEL  ID  CLASS  SITE  LOCK  LENGTH  READ  WRITTEN  PREV  COLD  LOCKLINE_WRITTEN
-                   CHAIN
-    tline   LABEL  ID  VADDR  INSN  FLAGS  GAP
+    tsec    LABEL  ID  CLASS  SITE  LOCK  START  LENGTH  READ  WRITTEN  PREV  COLD
+                   LOCKLINE_WRITTEN  CHAIN
+    tline   LABEL  ID  VADDR  INSN  TIME  FLAGS  GAP
     tchain  LABEL  ID  INSN  LOADS
 
 and, when QEMU exited normally, "boot KEY VALUE" lines. LABEL is
@@ -90,6 +90,7 @@ class Trylock:
 class TracedLine:
     vaddr: int  # first access to the line: data address
     insn: int  # and the instruction
+    time: int  # and the vCPU's instruction count
     flags: str  # R read, W written, c cold, p previous, L the lock word's line
     gap: int | None  # instructions since the line's previous access (None: never)
 
@@ -100,6 +101,7 @@ class TracedSection:
     lock_class: str
     site: int
     lock: int
+    start: int  # the vCPU's instruction count at the acquisition
     length: int
     lines: Lines
     touched: list[TracedLine] = field(default_factory=list)
@@ -232,12 +234,12 @@ class _Reader:
         self.current.notes[parts[2]] = _int(parts[3], self.source, self.lineno)
 
     def tsec(self, parts: list[str], line: str) -> None:
-        if len(parts) != 13:
+        if len(parts) != 14:
             raise self.error("malformed tsec line", line)
         ident = _int(parts[2], self.source, self.lineno)
         site, lock = self.ints([parts[4], parts[5]], 16)
-        length, read, written, prev, cold, lockline, chain = self.ints(parts[6:])
-        traced = TracedSection(ident, parts[3], site, lock, length,
+        start, length, read, written, prev, cold, lockline, chain = self.ints(parts[6:])
+        traced = TracedSection(ident, parts[3], site, lock, start, length,
                                Lines(read, written, prev, lockline, cold, chain))
         self.traced[ident] = traced
         assert self.current is not None
@@ -250,11 +252,12 @@ class _Reader:
         return traced
 
     def tline(self, parts: list[str], line: str) -> None:
-        if len(parts) != 7 or not set(parts[5]) <= set("RWcpL"):
+        if len(parts) != 8 or not set(parts[6]) <= set("RWcpL"):
             raise self.error("malformed tline line", line)
         vaddr, insn = self.ints(parts[3:5], 16)
-        gap = None if parts[6] == "-" else _int(parts[6], self.source, self.lineno)
-        self._traced(parts, line).touched.append(TracedLine(vaddr, insn, parts[5], gap))
+        time = _int(parts[5], self.source, self.lineno)
+        gap = None if parts[7] == "-" else _int(parts[7], self.source, self.lineno)
+        self._traced(parts, line).touched.append(TracedLine(vaddr, insn, time, parts[6], gap))
 
     def tchain(self, parts: list[str], line: str) -> None:
         if len(parts) != 5:

@@ -297,8 +297,8 @@ def test_line_figures_are_sums_over_a_roles_sections_per_acquisition():
 @pytest.mark.parametrize("line, error", [
     ("trylock\ts01.a\tc\t10\t2\t1\t0\t5\t0\t0\t0", "inconsistent trylock"),  # retries > failures
     ("trylock\ts01.a\tc\t10\t2\t1\t1\t5\t0\t0", "malformed trylock"),
-    ("tline\ts01.a\t7\tffff\tffff\tRX\t5", "malformed tline"),
-    ("tline\ts01.a\t7\tffff\tffff\tR\t5", "tline line before its tsec"),
+    ("tline\ts01.a\t7\tffff\tffff\t9\tRX\t5", "malformed tline"),
+    ("tline\ts01.a\t7\tffff\tffff\t9\tR\t5", "tline line before its tsec"),
 ])
 def test_bad_version_2_lines_name_the_line(line, error):
     text = f"tcg-cs\t2\nwindow\ts01.a\t100\t0\t0\t10\t1\n{line}\n"

@@ -32,6 +32,10 @@ TRACED_PER_WINDOW = 40
 # The functions whose sections the tests check line by line, and the class.
 TRACED = (("new_inode", "&s->s_inode_list_lock"), ("evict", "&s->s_inode_list_lock"),
           ("insert_inode_locked", "inode_hash_lock"), ("iget_locked", "inode_hash_lock"))
+# Classes whose traced sections are each window's first, one after the
+# other (so that W can be checked against the section before); the others
+# are spread over the window.
+CONSECUTIVE = ("&s->s_inode_list_lock",)
 
 
 def boot(kernel: str, items: list, cpus: int, options: tcg_cs.Options,
@@ -61,6 +65,8 @@ def traced_sites(output: parser.Output,
         function = names.get(s.site, "").split("+")[0]
         if (function, s.lock_class) in TRACED:
             stride = max(1, s.acquisitions // TRACED_PER_WINDOW)
+            if s.lock_class in CONSECUTIVE:
+                stride = 1
             wanted[s.site] = (names[s.site], max(stride, wanted.get(s.site, ("", 0))[1]))
     return wanted
 
