@@ -39,6 +39,9 @@ from harness.report import charts, document, reference, slides, svg_pages
 from harness.run import compare, finish, matrix, nodejob, slurm, soak
 from harness.layout import default_layout, folder_list, slug
 
+DEFAULT_CPUS = min(2, os.cpu_count() or 1)  # of `boot` without --cs
+
+
 def _read(path: str) -> str:
     return Path(path).read_text(errors="replace")
 
@@ -101,8 +104,11 @@ def cmd_boot(args) -> int:
     known = workloads.load_all(layout.workloads)
     chosen = workloads.select(known, " ".join(args.workloads))
     order = lockorder.for_kernel(layout, args.kernel)
-    if args.cs:  # the perf kernel with the critical-section plugin: 1 vCPU, -icount
-        args.flavour, args.cpus, args.icount = "perf", 1, True
+    if args.cs:  # the perf kernel with the critical-section plugin: 1 vCPU under -icount,
+        # or --cpus N round robin (mode tcg-cs-rr: failed trylocks and their retries)
+        args.cpus = args.cpus or 1
+        args.flavour, args.icount = "perf", args.cpus == 1
+    args.cpus = args.cpus or DEFAULT_CPUS
     image = (tcg_cs.build_image(layout, args.kernel) if args.cs
              else kbuild.build(layout, args.kernel, args.flavour,
                                build_missing=not args.no_build))
@@ -112,8 +118,8 @@ def cmd_boot(args) -> int:
     steps = plan.make_steps(items)
     out = Path(args.out) if args.out else layout.boot_dir(
         f"{time.strftime('%Y%m%d-%H%M%S')}-{slug(args.kernel)}-{args.flavour}-"
-        f"{tcg_cs.MODE if args.cs else 'manual'}")
-    machine = (tcg_cs.machine(layout, image, out, order) if args.cs
+        f"{tcg_cs.mode_of(args.cpus) if args.cs else 'manual'}")
+    machine = (tcg_cs.machine(layout, image, out, order, args.cpus) if args.cs
                else qemu.Machine(args.accel, args.cpus, icount=args.icount,
                                  poll_idle=args.icount))
     progress.say(f"booting {args.kernel}/{args.flavour} on {args.cpus} vCPUs "
@@ -362,15 +368,17 @@ def _add_boot(sub) -> None:
     p = sub.add_parser("boot", help="boot one kernel and run workloads")
     p.add_argument("kernel")
     p.add_argument("--flavour", default="debug", choices=kbuild.FLAVOURS)
-    p.add_argument("--cpus", type=int, default=min(2, os.cpu_count() or 1))
+    p.add_argument("--cpus", type=int,
+                   help=f"vCPUs (default {DEFAULT_CPUS}; with --cs 1, or N round robin)")
     p.add_argument("--procs", type=int, help="worker processes (default: the workload's)")
     p.add_argument("--fs", action="append", choices=protocol.FILESYSTEMS)
     p.add_argument("--workloads", nargs="*", default=["default"])
     p.add_argument("--accel", default="tcg", choices=["tcg", "kvm"])
     p.add_argument("--icount", action="store_true")
     p.add_argument("--cs", action="store_true",
-                   help="critical-section lengths: the perf kernel with the tcg-cs plugin "
-                        "(1 vCPU, -icount)")
+                   help="critical sections: the perf kernel with the tcg-cs plugin "
+                        "(1 vCPU, -icount; with --cpus N: N vCPUs round robin, trylock "
+                        "retries)")
     p.add_argument("--timeout", type=float, help="seconds before the guest is killed")
     p.add_argument("--out", help="boot folder (default under results/boots/)")
     p.add_argument("-v", "--verbose", action="store_true", help="echo the console")

@@ -18,6 +18,9 @@ reads the tidy rows of a run and of boot folders (`harness boot K --cs`,
     into instructions (-icount shift=2: 4 ns each), against the plugin's
     (lock_stat's hold times include interrupts: the plugin's column with
     them is the one to compare);
+  - cache lines per acquisition of each role (read, written, W, s, cold,
+    chain entries; tcg-cs boots) and failed trylocks per call site with
+    what their retries cost (tcg-cs-rr boots);
   - with --validate: every call site of the run's tcg-cs boots whose
     section is straight-line code, its length from the image's disassembly
     against the plugin's shortest (analysis/cs_validation.py).
@@ -134,9 +137,9 @@ def rows_of_boot(boot: Path, repetition: int = 1) -> list[tidy.Row]:
     command = json.loads((boot / "qemu.json").read_text())["command"]
     meta = json.loads((tcg_cs.image_of_boot(boot) / "meta.json").read_text())
     kernel = meta["kernel"].removesuffix("+tcg-cs")
-    mode = (tcg_cs.MODE if "-plugin" in command else
-            "tcg-icount" if "-icount" in command else "tcg")
     cpus = int(command[command.index("-smp") + 1])
+    mode = (tcg_cs.mode_of(cpus) if "-plugin" in command else
+            "tcg-icount" if "-icount" in command else "tcg")
     record = json.loads((boot / "boot.json").read_text())
     rows = []
     for step in record["steps"]:
@@ -149,6 +152,77 @@ def rows_of_boot(boot: Path, repetition: int = 1) -> list[tidy.Row]:
                                  fig["metric"], fig["value"], fig["unit"], step["status"],
                                  f"{boot.name}/{step['step']}"))
     return rows
+
+
+LINE_COLUMNS = ("cs_lines_read_per_acq", "cs_lines_written_per_acq",
+                "cs_lines_from_previous_per_acq", "cs_lockword_line_written_share",
+                "cs_cold_lines_per_acq", "cs_chain_entries_per_acq")
+
+
+@dataclass(frozen=True)
+class LineCounts:
+    kernel: str
+    case: Case
+    role: str
+    boots: int
+    means: dict[str, float]  # LINE_COLUMNS -> mean over boots (absent: not measured)
+    touched_cv: float | None  # of read + written lines per acquisition, over boots (>= 2)
+
+
+def line_counts(rows: list[tidy.Row]) -> list[LineCounts]:
+    """Per kernel, case and role: the cache-line figures of the tcg-cs boots."""
+    values: dict[tuple, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in cs_rows(rows):
+        if r.metric in LINE_COLUMNS and r.lock:
+            values[r.kernel, _case(r), r.lock][r.metric][r.cell] = r.value
+    out = []
+    for (kernel, case, role), metrics in sorted(values.items()):
+        read, written = metrics[LINE_COLUMNS[0]], metrics[LINE_COLUMNS[1]]
+        touched = [read[c] + written[c] for c in read if c in written]
+        out.append(LineCounts(kernel, case, role, len(read),
+                              {m: statistics.fmean(v.values()) for m, v in metrics.items()},
+                              _cv(touched) if len(touched) >= 2 else None))
+    return out
+
+
+def trylock_sites(rows: list[tidy.Row]) -> list[tuple]:
+    """(kernel, case, cpus, role, site, failures, acquired, retries, insn per retry, skips,
+    abandoned): the round-robin boots' trylock figures, means over boots."""
+    values: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r.mode == tcg_cs.MODE_RR and r.status == "ok" and r.metric.startswith("trylock_"):
+            metric, site = r.metric.split(".", 1)
+            values[r.kernel, _case(r), r.cpus, r.lock, site][metric].append(r.value)
+    mean = lambda v: statistics.fmean(v) if v else None  # noqa: E731
+    return [(*key, mean(m["trylock_failures"]), mean(m["trylock_acquired"]),
+             mean(m["trylock_retries"]), mean(m["trylock_retry_instructions_per_retry"]),
+             mean(m["trylock_skips"]), mean(m["trylock_abandoned"]))
+            for key, m in sorted(values.items())]
+
+
+def print_lines_and_trylocks(rows: list[tidy.Row], out=sys.stdout) -> None:
+    counts = line_counts(rows)
+    if counts:
+        print("\n## Cache lines per acquisition (tcg-cs, means over boots)\n", file=out)
+        print("| kernel | case | role | boots | read | written | W | s | cold | chain "
+              "| CV of touched |", file=out)
+        print("|---|---|---|---|---|---|---|---|---|---|---|", file=out)
+        for c in counts:
+            cells = " | ".join("" if m not in c.means else f"{c.means[m]:.2f}"
+                               for m in LINE_COLUMNS)
+            cv = "n/a" if c.touched_cv is None else f"{100 * c.touched_cv:.2f}%"
+            print(f"| {c.kernel} | {_fmt_case(c.case)} | {c.role} | {c.boots} | {cells} | "
+                  f"{cv} |", file=out)
+    sites = trylock_sites(rows)
+    if sites:
+        print("\n## Failed trylocks per call site (tcg-cs-rr, means over boots)\n", file=out)
+        print("| kernel | case | vCPUs | role | site | failed | acquired | retries "
+              "| insn per retry | skips | abandoned |", file=out)
+        print("|---|---|---|---|---|---|---|---|---|---|---|", file=out)
+        fmt = lambda v: "" if v is None else f"{v:.1f}"  # noqa: E731
+        for kernel, case, cpus, role, site, *numbers in sites:
+            print(f"| {kernel} | {_fmt_case(case)} | {cpus} | {role} | {site} | "
+                  + " | ".join(fmt(v) for v in numbers) + " |", file=out)
 
 
 def debug_icount_figures(rows: list[tidy.Row], metric: str) -> dict[tuple, list[float]]:
@@ -241,9 +315,10 @@ def main(argv: list[str] | None = None) -> int:
     for i, boot in enumerate(args.boots + args.debug_icount, 1):
         rows += rows_of_boot(boot, i)
     repeatable = print_tables(rows)
+    print_lines_and_trylocks(rows)
     cs_boots = [b for b in args.boots if (b / tcg_cs.OUTPUT).exists()]
     if args.run_dir:
-        cs_boots += sorted((args.run_dir / "boots").glob(f"*-{tcg_cs.MODE}-*"))
+        cs_boots += sorted((args.run_dir / "boots").glob(f"*-{tcg_cs.MODE}-c1-*"))
     agree = print_validation(cs_boots) if args.validate else True
     return 0 if repeatable and agree else 1
 

@@ -22,35 +22,19 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.boot import tcg_cs as mode
 from harness.kernels import vmlinux
+from harness.kernels.objdump import BRANCHES, Insn, branch_target, disassemble
 from harness.layout import Layout
 from harness.parsers import tcg_cs
 
-LINE = re.compile(r"^\s*([0-9a-f]+):\s+(\S.*)$")
-PREFIXES = {"lock", "ds", "cs", "data16", "rex", "rex.W", "notrack", "bnd", "rep", "repz",
-            "repnz", "repe", "repne"}
-BRANCHES = {"call", "ret", "jmp", "iret", "iretq", "sysret", "ud2", "int3", "hlt"}
 # Registers a call preserves, with the names of their parts.
 PRESERVED = {"rbx": ("rbx", "ebx", "bx", "bl", "bh"), "rbp": ("rbp", "ebp", "bp", "bpl"),
              **{f"r{n}": (f"r{n}", f"r{n}d", f"r{n}w", f"r{n}b") for n in range(12, 16)}}
 MAX_INSNS = 400  # longer straight-line code than this is not looked for
-
-
-class ValidationError(Exception):
-    pass
-
-
-@dataclass(frozen=True)
-class Insn:
-    address: int
-    mnemonic: str  # without prefixes
-    operands: str
-    rep: bool = False  # a rep/repz/repnz prefix
 
 
 @dataclass(frozen=True)
@@ -66,35 +50,6 @@ class SiteCheck:
     @property
     def agrees(self) -> bool:
         return self.measured_min == self.expected
-
-
-def disassemble(elf: Path, start: int, stop: int) -> list[Insn]:
-    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f"--start-address={start:#x}",
-                          f"--stop-address={stop:#x}", str(elf)],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise ValidationError(f"objdump {elf}: {out.stderr.strip()}")
-    return parse_objdump(out.stdout)
-
-
-def parse_objdump(text: str) -> list[Insn]:
-    """Instructions of `objdump -d --no-show-raw-insn` output."""
-    insns = []
-    for line in text.splitlines():
-        match = LINE.match(line)
-        if not match or match.group(2).startswith("(bad)"):
-            continue
-        words = match.group(2).split()
-        at = next((k for k, w in enumerate(words) if w not in PREFIXES), 0)
-        insns.append(Insn(int(match.group(1), 16), words[at], " ".join(words[at + 1:]),
-                          any(w.startswith("rep") for w in words[:at])))
-    return insns
-
-
-def branch_target(insn: Insn) -> int | None:
-    """The target of a direct jump or call (objdump prints it as a bare hex address)."""
-    match = re.fullmatch(r"(?:0x)?([0-9a-f]+)(?: <.*>)?", insn.operands)
-    return int(match.group(1), 16) if match else None
 
 
 def lock_fast_path(insns: list[Insn]) -> int | None:

@@ -15,6 +15,11 @@ Where each number comes from (docs/scaling-model.md has the reasoning):
                         debug operation's time the role was held
                         (holdtime_avg * debug ops/s), which lockdep's
                         bookkeeping inside every critical section inflates
+  cache lines per acq   perf kernel, mode "tcg-cs": cs_lines_read_per_acq,
+                        cs_lines_written_per_acq, cs_lines_from_previous_per_acq (W),
+                        cs_lockword_line_written_share (s), cs_cold_lines_per_acq,
+                        cs_chain_entries_per_acq (hash); RoleInput.lines, None in
+                        runs whose plugin counted no lines
   scope, instances      the kernel's lock-scope file; per-bucket counts from
                         the boot console ("Inode-cache hash table entries")
   real nanoseconds      instructions * ns_per_insn, a named knob
@@ -61,6 +66,26 @@ class InputError(Exception):
 
 
 @dataclass(frozen=True)
+class RoleLines:
+    """The cache lines (64 B) of one acquisition of a role, from the tcg-cs
+    plugin (perf kernel, 1 vCPU): means over the run's tcg-cs boots. Counts
+    leave out the lock word's own line (the hand-off), the stack and
+    interrupts (harness/boot/tcg_cs.py)."""
+    read: float  # distinct lines only read (cs_lines_read_per_acq)
+    written: float  # distinct lines written (cs_lines_written_per_acq)
+    from_previous: float  # W: last written inside an earlier section of the same lock
+    lockword_line_written_share: float  # s: sections writing the lock word's line, 0..1
+    cold: float  # lines no instruction touched for the plugin's cold stretch before
+    chain_entries: float | None  # hash roles: chain entries visited; None for others
+
+
+LINE_METRICS = {"read": "cs_lines_read_per_acq", "written": "cs_lines_written_per_acq",
+                "from_previous": "cs_lines_from_previous_per_acq",
+                "lockword_line_written_share": "cs_lockword_line_written_share",
+                "cold": "cs_cold_lines_per_acq", "chain_entries": "cs_chain_entries_per_acq"}
+
+
+@dataclass(frozen=True)
 class RoleInput:
     role: str
     acquisitions_per_op: float
@@ -68,6 +93,7 @@ class RoleInput:
     cs_share: float | None  # critical-section instructions / instructions per op
     scope: lockscope.RoleScope
     instances: int | None  # None: private scope, or bucket count unknown
+    lines: RoleLines | None = None  # None: a run without the plugin's line counts
 
     def share(self, production: bool) -> float:
         return self.cs_share if production and self.cs_share is not None else self.debug_share
@@ -208,6 +234,7 @@ def case_inputs(layout: Layout, rows: list[Row], tables: dict[str, dict[str, Tab
     cs = dict(kernel=kernel, flavour="perf", mode=CS_MODE, cpus=1, **m)
     cs_insn = _means(ok, metric="instructions_per_op", **cs).get("")
     cs_holds = {k: v for k, v in _means(ok, metric="cs_instructions_per_acq", **cs).items() if k}
+    lines = role_lines(ok, cs)
     icount_rate = _means(ok, metric="throughput", lock="", kernel=kernel, flavour="perf",
                          mode="tcg-icount", cpus=1, procs=1, **m).get("")
     if cs_insn:
@@ -235,7 +262,7 @@ def case_inputs(layout: Layout, rows: list[Row], tables: dict[str, dict[str, Tab
             instances = 1 if scope.shared else None
         cs_share = cs_holds[role] / insn if role in cs_holds and insn else None
         roles.append(RoleInput(role, count, holds_us.get(role, 0.0) * 1e-6 * debug_rate,
-                               cs_share, scope, instances))
+                               cs_share, scope, instances, lines.get(role)))
     counted = [r.role for r in roles if r.cs_share is not None]
     if not counted:
         hold_source = FALLBACK_HOLD
@@ -246,6 +273,17 @@ def case_inputs(layout: Layout, rows: list[Row], tables: dict[str, dict[str, Tab
                        f"{FALLBACK_HOLD}")
     return CaseInputs(kernel, case, unit, tuple(roles), insn, insn_source, hold_source,
                       debug_rate, tuple(notes))
+
+
+def role_lines(rows: list[Row], match: dict) -> dict[str, RoleLines]:
+    """role -> its line counts, for the roles with every count but the hash-only one."""
+    means = {field: _means(rows, metric=metric, **match) for field, metric in LINE_METRICS.items()}
+    out = {}
+    for role in means["read"]:
+        values = {field: means[field].get(role) for field in LINE_METRICS}
+        if role and all(v is not None for f, v in values.items() if f != "chain_entries"):
+            out[role] = RoleLines(**values)
+    return out
 
 
 def run_inputs(layout: Layout, run_dir: Path, rows: list[Row],

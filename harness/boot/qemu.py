@@ -176,7 +176,10 @@ def command(spec: BootSpec, results: Path, qmp: Path | None = None) -> list[str]
     if m.accel == "kvm":
         cmd += ["-accel", "kvm", "-cpu", "host"]
     else:
-        cmd += ["-accel", "tcg", "-cpu", "max"]
+        # A plugin with several vCPUs keeps per-vCPU state without locks: one
+        # host thread runs them round robin (tcg_cs.py, mode tcg-cs-rr).
+        single = ",thread=single" if m.plugin and m.cpus > 1 else ""
+        cmd += ["-accel", f"tcg{single}", "-cpu", "max"]
         if m.icount:
             cmd += ["-icount", ICOUNT]
         if m.plugin:

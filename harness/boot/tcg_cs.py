@@ -1,15 +1,15 @@
-"""The tcg-cs boot mode: critical-section lengths as a perf kernel has them.
+"""The tcg-cs boot modes: critical sections as a perf kernel has them.
 
 lock_stat's hold times come from the debug flavour, whose lockdep
 bookkeeping runs inside every critical section it times. This mode measures
 the perf flavour instead: QEMU (TCG, 1 vCPU, -icount) runs the kernel with
 the plugin of tcg-cs/plugin.c, which counts guest instructions from each
-spinlock's acquiring atomic to its releasing store, and every instruction
-of each timed phase. The kernel is the perf image itself: the perf flavour
-carries the measurement patch tcg-cs/0001-*.patch (kbuild.FLAVOUR_PATCHES),
-which only names lock classes where lockdep would (at lock initialisation),
-so that an acquisition can be given its icache role as lock_stat's would;
-the lock paths are untouched.
+spinlock's acquiring atomic to its releasing store, the cache lines each
+section touches, and every instruction of each timed phase. The kernel is
+the perf image itself: the perf flavour carries the measurement patch
+tcg-cs/0001-*.patch (kbuild.FLAVOUR_PATCHES), which only names lock classes
+where lockdep would (at lock initialisation), so that an acquisition can be
+given its icache role as lock_stat's would; the lock paths are untouched.
 
 Rows (flavour perf, mode tcg-cs, cpus 1), per timed phase:
     lock ""    instructions_per_op       guest instructions per operation
@@ -25,9 +25,49 @@ Rows (flavour perf, mode tcg-cs, cpus 1), per timed phase:
                                          role held (interrupts included either way)
                cs_interrupt_instructions_per_op
                                          of interrupts that arrived while any lock was held
+Cache lines (64 bytes of physical memory; each count leaves out the lock
+word's own line, the stack, and interrupts counted apart), per role:
+    lock ROLE  cs_lines_read_per_acq     distinct lines only read in a section
+               cs_lines_written_per_acq  distinct lines written (maybe also read)
+               cs_lines_from_previous_per_acq
+                                         W: lines whose last write was inside an earlier
+                                         section of the same lock instance, what a
+                                         contended hand-off pulls from the previous holder
+               cs_lockword_line_written_share
+                                         s: the share of sections that write the lock
+                                         word's line other than through the lock word
+                                         (a list head beside the lock)
+               cs_cold_lines_per_acq     lines that missed a simulated cache of
+                                         COLD_LINES lines (LRU, every guest access goes
+                                         through it): not touched while that many other
+                                         lines were, so an LLC that size evicted them
+               cs_chain_entries_per_acq  hash only: chain entries a section visits
+    lock ""    cs_cold_cache_lines       the simulated cache's size (lines)
+               cs_cold_access_share      the share of all the phase's memory accesses
+                                         that missed it
 Interrupts are apart because -icount's emulated CPU (250 million
 instructions per emulated second) takes its timer and disk interrupts tens
 of times more often per instruction than hardware does.
+
+Mode tcg-cs-rr (several vCPUs, `-accel tcg,thread=single`: one host thread
+runs them round robin and QEMU hands it on at each PAUSE, so a vCPU
+spinning on a held lock lets the holder run; no -icount), per trylock call
+site SITE (function+offset) of an icache role, never summed over sites:
+    lock ROLE  trylock_failures.SITE     failed trylocks (count), and _per_op
+               trylock_acquired.SITE     successful ones (count)
+               trylock_retries.SITE      episodes from a vCPU's first failed trylock of a
+                                         lock at SITE to its success there, with no other
+                                         lock's trylock succeeding at SITE meanwhile: a
+                                         loop that tries the same lock again (count)
+               trylock_retry_instructions_per_retry.SITE
+                                         the failing vCPU's instructions in between
+               trylock_retry_instructions_per_op.SITE
+               trylock_skips.SITE        episodes in which the site moved on to other
+                                         locks and met this one again later (a walk that
+                                         skips, as 6.1's LRU isolate does), and
+               trylock_skip_instructions_per_skip.SITE
+               trylock_abandoned.SITE    episodes that met no success within
+                                         RETRY_HORIZON of the vCPU's instructions
 """
 
 from __future__ import annotations
@@ -38,14 +78,15 @@ import json
 import subprocess
 from pathlib import Path
 
-from harness.boot import measure, qemu
+from harness.boot import cs_figures, measure, qemu
 from harness.guest.plan import Step
-from harness.kernels import kbuild, vmlinux
+from harness.kernels import kbuild, objdump, vmlinux
 from harness.layout import REPO_ROOT, Layout
-from harness.lockorder import ROLES, LockOrder
+from harness.lockorder import LockOrder
 from harness.parsers import tcg_cs
 
 MODE = "tcg-cs"
+MODE_RR = "tcg-cs-rr"  # several vCPUs round robin: failed trylocks and their retries
 FLAVOUR = "perf"  # the image this mode boots (it carries the markers)
 SOURCE = REPO_ROOT / "tcg-cs"
 PATCH = kbuild.MARKER_PATCH
@@ -57,6 +98,18 @@ CMDLINE = "inode_duel_cs=1"  # tells the guest's shell to mark its lock_stat win
 LOCK_FUNCTIONS = {"_raw_spin_lock": False, "_raw_spin_lock_bh": False,
                   "_raw_spin_lock_irq": False, "_raw_spin_lock_irqsave": False,
                   "_raw_spin_trylock": True, "_raw_spin_trylock_bh": True}
+# The queued slow path a spin_lock goes to when its cmpxchg fails: its
+# return completes the acquisition (several vCPUs only).
+SLOWPATHS = ("native_queued_spin_lock_slowpath", "queued_spin_lock_slowpath")
+# Cold lines are those a section touches that miss a simulated cache of this
+# many 64-byte lines (fully associative, least recently used out, every
+# access of the guest goes through it): 2 MiB, one core's share of a shared
+# LLC on the servers of the published anchors (1.375-4 MiB per core).
+COLD_LINES = (2 << 20) // 64
+# A trylock retry episode is abandoned after this many of the failing
+# vCPU's instructions without a success at its site (mainline's LRU walk
+# skips the inode instead of retrying it).
+RETRY_HORIZON = 1_000_000
 # IDT entry points (System.map prefixes) and whether they are asynchronous
 # interrupts, which the plugin counts apart when they arrive inside a section.
 IRQ_ENTRIES = {"asm_common_interrupt": True, "asm_sysvec_": True,
@@ -99,8 +152,9 @@ def irq_kind(name: str) -> bool | None:
 def plugin_digest() -> str:
     """Identity of the plugin's source, for the keys of the cells it measured."""
     h = hashlib.sha256()
-    for name in ("plugin.c", "qemu-plugin-api.h"):
-        h.update((SOURCE / name).read_bytes())
+    for path in sorted(SOURCE.glob("*.[ch]")) + [SOURCE / "Makefile"]:
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -109,26 +163,75 @@ def static_lock_names(order: LockOrder) -> set[str]:
     return {p for pats in order.patterns.values() for p in pats if p.isidentifier()}
 
 
-def plugin_config(layout: Layout, image: kbuild.KernelImage, out: Path,
-                  order: LockOrder) -> str:
-    """The plugin's configuration for one boot of image (see tcg-cs/plugin.c)."""
-    symbols = vmlinux.read_system_map(image.directory / "System.map")
-    functions = vmlinux.function_ranges(symbols, tuple(LOCK_FUNCTIONS))
+def lock_exits(insns: list[objdump.Insn], name: str) -> tuple[int, int]:
+    """(acquired, not acquired): where a lock function goes after its cmpxchg.
+
+    A successful cmpxchg sets ZF: after `jne` the next instruction is the
+    success and the target the failure, after `je` the other way round. A
+    trylock that finds the lock taken before its cmpxchg jumps to the same
+    failure.
+    """
+    at = next((k for k, i in enumerate(insns) if i.mnemonic.startswith("cmpxchg")), None)
+    if at is not None and at + 2 < len(insns):
+        branch, after = insns[at + 1], insns[at + 2].address
+        target = objdump.branch_target(branch)
+        if target is not None and branch.mnemonic in ("jne", "jnz"):
+            return after, target
+        if target is not None and branch.mnemonic in ("je", "jz"):
+            return target, after
+    raise TcgCsError(f"{name}: no cmpxchg followed by jne or je (the plugin needs both exits)")
+
+
+def lock_function_lines(elf: Path, symbols: list[vmlinux.Symbol], image_dir: Path) -> list[str]:
+    """The spin, exit and slowpath lines of the plugin's configuration."""
+    functions = vmlinux.function_ranges(symbols, tuple(LOCK_FUNCTIONS) + SLOWPATHS)
     missing = sorted(set(LOCK_FUNCTIONS) - set(functions) - {"_raw_spin_trylock_bh"})
     if missing:
-        raise TcgCsError(f"{image.directory}/System.map: no {', '.join(missing)} "
+        raise TcgCsError(f"{image_dir}/System.map: no {', '.join(missing)} "
                          "(lock functions inlined? this mode needs them out of line)")
-    elf = vmlinux.Elf(vmlinux.cached_elf(image.bzimage, layout.build / "tcg-cs", image.key).
-                      read_bytes(), str(image.bzimage))
+    lines = []
+    for name in sorted(set(functions) & set(LOCK_FUNCTIONS)):
+        start, end = functions[name]
+        acquired, failed = lock_exits(objdump.disassemble(elf, start, end), name)
+        lines += [f"spin {start:x} {end:x} {int(LOCK_FUNCTIONS[name])} {name}",
+                  f"exit {acquired:x} 1", f"exit {failed:x} 0"]
+    slow = next((functions[name] for name in SLOWPATHS if name in functions), None)
+    if slow is None:
+        raise TcgCsError(f"{image_dir}/System.map: no {' or '.join(SLOWPATHS)}")
+    lines.append(f"slowpath {slow[0]:x} {slow[1]:x}")
+    return lines
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """What the plugin measures besides instructions (see tcg-cs/plugin.c)."""
+    lines: bool = True  # cache lines of each section
+    cold_lines: int = COLD_LINES
+    retry_horizon: int = RETRY_HORIZON
+    # call sites whose sections are written line by line: site -> every how many-th
+    trace: tuple[tuple[int, int], ...] = ()
+    trace_count: int = 0  # sections per site and window
+
+    def config_lines(self) -> list[str]:
+        lines = [f"lines {int(self.lines)}", f"cold {self.cold_lines}",
+                 f"retry_horizon {self.retry_horizon}"]
+        return lines + [f"trace {site:x} {self.trace_count} {stride}"
+                        for site, stride in self.trace]
+
+
+def plugin_config(layout: Layout, image: kbuild.KernelImage, out: Path, order: LockOrder,
+                  options: Options = Options()) -> str:
+    """The plugin's configuration for one boot of image (see tcg-cs/plugin.c)."""
+    symbols = vmlinux.read_system_map(image.directory / "System.map")
+    elf_path = vmlinux.cached_elf(image.bzimage, layout.build / "tcg-cs", image.key)
+    elf = vmlinux.Elf(elf_path.read_bytes(), str(image.bzimage))
     names = vmlinux.class_marker_names(elf)
     if not names:
         raise TcgCsError(f"{image.bzimage}: no lock-class markers (not built with {PATCH.name}?)")
     for table in TABLES:
         for address in elf.find_strings(table):
             names[address] = table
-    lines = [f"out {out}"]
-    lines += [f"spin {start:x} {end:x} {int(LOCK_FUNCTIONS[name])} {name}"
-              for name, (start, end) in sorted(functions.items())]
+    lines = [f"out {out}"] + lock_function_lines(elf_path, symbols, image.directory)
     lines += [f"irq {s.address:x} {int(irq_kind(s.name))} {s.name}" for s in symbols
               if s.kind in "tT" and irq_kind(s.name) is not None]
     roles = with_tables(order)
@@ -137,17 +240,29 @@ def plugin_config(layout: Layout, image: kbuild.KernelImage, out: Path,
     statics = static_lock_names(order)
     lines += [f"static {s.address:x} {role(s.name)} {s.name}" for s in symbols
               if s.name in statics and s.kind in "bBdD"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + options.config_lines()) + "\n"
 
 
-def machine(layout: Layout, image: kbuild.KernelImage, boot_dir: Path,
-            order: LockOrder) -> qemu.Machine:
-    """The 1-vCPU -icount machine with the plugin, configured for this boot."""
+def machine(layout: Layout, image: kbuild.KernelImage, boot_dir: Path, order: LockOrder,
+            cpus: int = 1, options: Options | None = None,
+            repetition: int = 1) -> qemu.Machine:
+    """The machine with the plugin, configured for this boot: 1 vCPU under -icount
+    (mode tcg-cs), or several round robin (mode tcg-cs-rr: trylock retries).
+
+    By default cache lines are tracked in the first repetition of 1-vCPU
+    boots only: tracking them makes a boot 3-5 times slower, and a section's
+    lines repeat from boot to boot within 1% (NOTES.md "Issue 25 (lines)")."""
+    if options is None:
+        options = Options(lines=cpus == 1 and repetition == 1)
     boot_dir.mkdir(parents=True, exist_ok=True)
     config = boot_dir / "tcg-cs.conf"
-    config.write_text(plugin_config(layout, image, boot_dir / OUTPUT, order))
-    return qemu.Machine("tcg", 1, icount=True,
+    config.write_text(plugin_config(layout, image, boot_dir / OUTPUT, order, options))
+    return qemu.Machine("tcg", cpus, icount=cpus == 1,
                         plugin=f"{plugin_library(layout)},config={config}", cmdline=CMDLINE)
+
+
+def mode_of(cpus: int) -> str:
+    return MODE if cpus == 1 else MODE_RR
 
 
 def with_tables(order: LockOrder) -> LockOrder:
@@ -169,11 +284,21 @@ def image_of_boot(directory: Path) -> Path:
 
 
 def read_output(directory: Path) -> tcg_cs.Output | None:
-    """The plugin's output of a boot folder, None when the boot ran without it."""
+    """The plugin's output of a boot folder, None when the boot ran without it.
+
+    Trylock call sites are named function+offset from the image's System.map
+    when the image is still there (else they stay addresses).
+    """
     path = directory / OUTPUT
     if not path.exists():
         return None
-    return tcg_cs.parse(path.read_text(errors="replace"), str(path))
+    output = tcg_cs.parse(path.read_text(errors="replace"), str(path))
+    sites = {t.site for w in output.windows.values() for t in w.trylocks}
+    system_map = image_of_boot(directory) / "System.map" if sites else None
+    if system_map is None or not system_map.exists():
+        return output
+    return dataclasses.replace(output, site_names=cs_figures.site_names(
+        vmlinux.read_system_map(system_map), sites))
 
 
 def with_figures(numbers: measure.StepNumbers, step: Step, output: tcg_cs.Output,
@@ -189,7 +314,7 @@ def with_figures(numbers: measure.StepNumbers, step: Step, output: tcg_cs.Output
         if window is None:
             missing.append(phase)
             continue
-        figures += window_figures(phase, count, window, roles)
+        figures += cs_figures.window_figures(phase, count, window, roles, output)
     # Some phases have no lock_stat window (sbwalk's churn runs beside its
     # timed walks): like lock_stat's, they have no plugin figures. A step
     # with no window at all lost them.
@@ -197,44 +322,3 @@ def with_figures(numbers: measure.StepNumbers, step: Step, output: tcg_cs.Output
     if missing and len(missing) == len(windows) and not error and numbers.exit_code == 0:
         error = f"tcg-cs: no plugin window for phase {', '.join(missing)}"
     return dataclasses.replace(numbers, figures=tuple(figures), error=error)
-
-
-def window_figures(phase: str, ops: float, window: tcg_cs.Window,
-                   roles: LockOrder) -> list[measure.Figure]:
-    out = [measure.Figure(phase, "", "instructions", window.instructions, "insn")]
-    if ops:
-        out += [measure.Figure(phase, "", "instructions_per_op", window.instructions / ops,
-                               "insn"),
-                measure.Figure(phase, "", "unlocked_instructions_per_op",
-                               (window.instructions - window.role_held_instructions) / ops,
-                               "insn"),
-                measure.Figure(phase, "", "cs_interrupt_instructions_per_op",
-                               window.interrupt_instructions / ops, "insn")]
-    held: dict[str, list[int]] = {}
-    unnamed = 0
-    for lock_class, (n, total, irq) in window.by_class().items():
-        role = roles.role_of(lock_class)
-        if role:
-            acc = held.setdefault(role, [0, 0, 0])
-            acc[0] += n
-            acc[1] += total
-            acc[2] += irq
-        elif lock_class.startswith("?"):
-            unnamed += n
-    for role in ROLES:
-        if role not in held:
-            continue
-        n, total, irq = held[role]
-        out += [measure.Figure(phase, role, "cs_acquisitions", n, "count"),
-                measure.Figure(phase, role, "cs_instructions_per_acq", total / n, "insn"),
-                measure.Figure(phase, role, "cs_interrupt_instructions_per_acq", irq / n,
-                               "insn")]
-        if ops:
-            out += [measure.Figure(phase, role, "cs_acquisitions_per_op", n / ops, "per op"),
-                    measure.Figure(phase, role, "cs_instructions_per_op", total / ops, "insn")]
-    # Locks no marker named (initialised without spin_lock_init) and the
-    # plugin's own checks: evidence that the attribution above is complete.
-    out.append(measure.Figure(phase, "", "cs_unnamed_acquisitions", unnamed, "count"))
-    for key, value in sorted(window.notes.items()):
-        out.append(measure.Figure(phase, "", f"cs_note.{key}", value, "count"))
-    return out

@@ -76,7 +76,8 @@ class Executor(Protocol):
 def job_machine(layout: Layout, job: BootJob, accel: str) -> qemu.Machine:
     """The machine of a boot; a tcg-cs one carries the plugin configured for its folder."""
     if job.config.mode == tcg_cs.MODE:
-        return tcg_cs.machine(layout, job.image, job.directory, job.order)
+        return tcg_cs.machine(layout, job.image, job.directory, job.order,
+                              repetition=job.config.repetition)
     return job.config.machine(accel)
 
 

@@ -7,6 +7,8 @@ harness/test_data/tcg-cs/README.md for the command). captured-*.objdump:
 bzImage) for _raw_spin_lock, _raw_spin_trylock and new_inode.
 """
 
+import dataclasses
+import glob
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,8 @@ from harness import host, lockorder
 from harness.analysis import cs_validation
 from harness.boot import measure, tcg_cs
 from harness.guest import plan, workloads
+from harness.kernels import objdump as disasm
+from harness.kernels import vmlinux
 from harness.layout import REPO_ROOT
 from harness.parsers import tcg_cs as parser
 
@@ -125,8 +129,8 @@ def test_inode_hash_table_bit_locks_are_the_hash_role():
     assert MAINLINE.role_of("Inode-cache") is None  # the lock-order itself is left alone
 
 
-def objdump(name: str) -> list[cs_validation.Insn]:
-    return cs_validation.parse_objdump((DATA / f"captured-{name}.objdump").read_text())
+def objdump(name: str) -> list[disasm.Insn]:
+    return disasm.parse_objdump((DATA / f"captured-{name}.objdump").read_text())
 
 
 def test_lock_fast_path_follows_a_successful_cmpxchg():
@@ -149,7 +153,7 @@ def straight_line_count(insns, call, release):
     path = [i for i in insns if call < i.address <= release]
     assert path[-1].mnemonic == "movb" and path[-1].operands.startswith("$0x0,")
     assert not [i for i in path if i.mnemonic.startswith("j") or i.mnemonic in
-                cs_validation.BRANCHES or i.rep]
+                disasm.BRANCHES or i.rep]
     return len(path)
 
 
@@ -171,15 +175,15 @@ def test_automatic_check_needs_a_preserved_lock_register():
     insns = objdump("new_inode")
     before = [i for i in insns if i.address < SB_LIST_CALL]
     assert cs_validation.lock_operand(before) is None  # lea 0x500(%rax),%rdi
-    mov_rbx = [cs_validation.Insn(1, "mov", "%rbx,%rdi")]
+    mov_rbx = [disasm.Insn(1, "mov", "%rbx,%rdi")]
     assert cs_validation.lock_operand(mov_rbx) == ("(%rbx)", "rbx")
-    after = [cs_validation.Insn(2, "movb", "$0x0,0x4(%rbx)"),  # another field: not the lock
-             cs_validation.Insn(3, "mov", "%eax,0x10(%rbx)"),
-             cs_validation.Insn(4, "movb", "$0x0,(%rbx)")]
+    after = [disasm.Insn(2, "movb", "$0x0,0x4(%rbx)"),  # another field: not the lock
+             disasm.Insn(3, "mov", "%eax,0x10(%rbx)"),
+             disasm.Insn(4, "movb", "$0x0,(%rbx)")]
     assert cs_validation.straight_line_release(after, ("(%rbx)", "rbx")) == 3
-    rewritten = [cs_validation.Insn(2, "mov", "0x8(%rbx),%rbx")] + after
+    rewritten = [disasm.Insn(2, "mov", "0x8(%rbx),%rbx")] + after
     assert cs_validation.straight_line_release(rewritten, ("(%rbx)", "rbx")) is None
-    string_copy = [cs_validation.Insn(2, "movsq", "%ds:(%rsi),%es:(%rdi)", rep=True)] + after
+    string_copy = [disasm.Insn(2, "movsq", "%ds:(%rsi),%es:(%rdi)", rep=True)] + after
     assert cs_validation.straight_line_release(string_copy, ("(%rbx)", "rbx")) is None
 
 
@@ -244,3 +248,97 @@ def test_a_changed_plugin_measures_its_cells_anew(tmp_path, monkeypatch):
     before = key()
     monkeypatch.setattr(tcg_cs, "plugin_digest", lambda: "another plugin")
     assert key() != before
+
+
+# -- version 2: cache lines and round robin (captured-mainline-lines.out, -rr.out) --
+
+LINES = DATA / "captured-mainline-lines.out"
+RR = DATA / "captured-mainline-rr.out"
+
+
+def test_version_2_output_has_its_configuration_and_line_sums():
+    out = parser.parse(LINES.read_text(), str(LINES))
+    assert out.version == 2 and out.lines_tracked
+    assert out.config["cold_lines"] == tcg_cs.COLD_LINES and out.config["vcpus"] == 1
+    for window in out.windows.values():
+        assert 0 < window.cold_accesses < window.accesses
+        for s in window.sections:
+            assert s.lines.lockline_written <= s.acquisitions
+            assert s.lines.prev <= s.acquisitions * 64  # sanity: a bounded count
+    # Every note the plugin keeps about itself is zero over the whole boot.
+    checks = ("acquire_on_held", "exit_without_entry", "slow_mismatch", "no_hwaddr",
+              "beyond_memory", "writer_forgotten", "held_overflow", "pending_overflow")
+    assert {k: out.boot[k] for k in checks} == dict.fromkeys(checks, 0)
+
+
+def test_line_figures_are_sums_over_a_roles_sections_per_acquisition():
+    out = parser.parse(LINES.read_text(), str(LINES))
+    window = out.windows["s01.create-unlink"]
+    figures = {(f.lock, f.metric): f.value for f in tcg_cs.cs_figures.window_figures(
+        "create-unlink", 2000, window, tcg_cs.with_tables(MAINLINE), out)}
+    sb = [s for s in window.sections if s.lock_class == "&s->s_inode_list_lock"]
+    n = sum(s.acquisitions for s in sb)
+    total = sum((s.lines for s in sb), parser.Lines())
+    assert figures["sb_list", "cs_lines_read_per_acq"] == pytest.approx(total.read / n)
+    assert figures["sb_list", "cs_lines_written_per_acq"] == pytest.approx(total.written / n)
+    assert figures["sb_list", "cs_lines_from_previous_per_acq"] == pytest.approx(total.prev / n)
+    assert figures["sb_list", "cs_lockword_line_written_share"] == total.lockline_written / n
+    assert figures["sb_list", "cs_cold_lines_per_acq"] == pytest.approx(total.cold / n)
+    assert ("sb_list", "cs_chain_entries_per_acq") not in figures  # hash only
+    assert figures["", "cs_cold_access_share"] == pytest.approx(
+        window.cold_accesses / window.accesses)
+    # Version 1 output (no lines tracked) gives no line figures at all.
+    old = tcg_cs.cs_figures.window_figures("create-unlink", 2000,
+                                           captured().windows["s01.create-unlink"],
+                                           tcg_cs.with_tables(MAINLINE), captured())
+    assert not [f for f in old if "lines" in f.metric or "cold" in f.metric]
+
+
+@pytest.mark.parametrize("line, error", [
+    ("trylock\ts01.a\tc\t10\t2\t1\t0\t5\t0\t0\t0", "inconsistent trylock"),  # retries > failures
+    ("trylock\ts01.a\tc\t10\t2\t1\t1\t5\t0\t0", "malformed trylock"),
+    ("tline\ts01.a\t7\tffff\tffff\t9\tRX\t5", "malformed tline"),
+    ("tline\ts01.a\t7\tffff\tffff\t9\tR\t5", "tline line before its tsec"),
+])
+def test_bad_version_2_lines_name_the_line(line, error):
+    text = f"tcg-cs\t2\nwindow\ts01.a\t100\t0\t0\t10\t1\n{line}\n"
+    with pytest.raises(parser.TcgCsError, match=rf"x.out:3: {error}"):
+        parser.parse(text, "x.out")
+
+
+def test_round_robin_output_counts_failed_trylocks_per_site():
+    out = parser.parse(RR.read_text(), str(RR))
+    assert out.config["vcpus"] == 2 and not out.lines_tracked
+    # Contended spin_locks went to the queued slow path and came back with
+    # their lock; every lock function's outcome met its entry.
+    assert out.boot["slow_acquired"] > 0
+    assert out.boot["exit_without_entry"] == out.boot["acquire_on_held"] == 0
+    trylocks = [t for w in out.windows.values() for t in w.trylocks]
+    assert trylocks
+    for t in trylocks:
+        assert t.failed >= t.retry_failures >= t.retries
+        assert t.retries + t.skips + t.abandoned >= 1
+
+
+def test_trylock_figures_are_per_site_never_summed():
+    out = parser.parse(RR.read_text(), str(RR))
+    label, window = next((k, w) for k, w in out.windows.items() if w.trylocks)
+    [t] = window.trylocks[:1]
+    # No icache class failed a trylock in this mainline capture: its class
+    # stands in for i_lock here.
+    order = dataclasses.replace(MAINLINE, patterns={**MAINLINE.patterns,
+                                                    "i_lock": (glob.escape(t.lock_class),)})
+    symbols = vmlinux.read_system_map(DATA / "captured-mainline-rr.System.map")
+    out = dataclasses.replace(out, site_names=tcg_cs.cs_figures.site_names(symbols, {t.site}))
+    figures = {(f.lock, f.metric): f.value for f in tcg_cs.cs_figures.window_figures(
+        label.split(".", 1)[1], 1000, window, order, out)}
+    site = out.site_names[t.site]
+    assert site.startswith(tuple(s.name + "+0x" for s in symbols))
+    assert figures["i_lock", f"trylock_failures.{site}"] == t.failed
+    assert figures["i_lock", f"trylock_failures_per_op.{site}"] == t.failed / 1000
+    assert figures["i_lock", f"trylock_retries.{site}"] == t.retries
+    if t.retries:
+        assert figures["i_lock", f"trylock_retry_instructions_per_retry.{site}"] == \
+            t.retry_instructions / t.retries
+    sites = {m.split(".", 1)[1] for (_, m) in figures if m.startswith("trylock_failures.")}
+    assert len(sites) == len({x.site for x in window.trylocks if x.lock_class == t.lock_class})
