@@ -337,8 +337,7 @@ def _shared_inodes(layout: Layout, workload: str) -> int | None:
         declared = workload_files.read_all(layout.workloads)[0].get(workload)
     except OSError:
         return None
-    value = getattr(declared, "shared_inodes", None)
-    return int(value) if value else None
+    return declared.shared_inodes if declared is not None else None
 
 
 def _hold_source(roles: list[RoleInput]) -> str:

@@ -244,3 +244,12 @@ def test_a_manual_boot_is_known_by_its_image_folder(tmp_path):
     assert scaling_inputs.boot_kernel(boot) == ("mainline", "debug")
     (boot / "summary.json").write_text(json.dumps({"image": "/somewhere/odd"}))
     assert scaling_inputs.boot_kernel(boot) is None
+
+
+def test_the_workload_declaration_says_how_many_inodes_the_workers_share(tmp_path):
+    layout = dataclasses.replace(default_layout(), repo=tmp_path)
+    (tmp_path / "workloads").mkdir()
+    (tmp_path / "workloads" / "hot.wl").write_text(
+        "name = hot\nsummary = s\nrun = true\noutput = none\nfs = tmpfs\nshared-inodes = 4\n")
+    assert scaling_inputs._shared_inodes(layout, "hot") == 4
+    assert scaling_inputs._shared_inodes(layout, "absent") is None
