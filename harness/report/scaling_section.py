@@ -310,9 +310,11 @@ class Section:
                          _why(chinner.inputs, piggin.inputs)])
         out.append(doc.Para(
             f"piggin against chinner at {AT_CPUS} CPUs on each target machine, as the run's "
-            f"workloads are (the workers share no inode), and with every worker on "
-            f"{HOT_INODES} shared inode, where per-inode locks queue (a what-if until the "
-            f"hot-inode workloads measure it). {apart} of {len(pairs)} cases are apart by "
+            f"workloads are (the workers share no inode), and in a what-if where every "
+            f"per-inode lock acquisition of the profile falls on {HOT_INODES} inode all "
+            "workers share (an upper bound on what a hot inode does to these profiles; the "
+            f"hot-inode workloads, which declare shared-inodes, measure it). {apart} of "
+            f"{len(pairs)} cases are apart by "
             f"{SAME_WITHIN * 100:.0f}% or more on every machine. Why: the role-by-role "
             "differences of the inputs (acquisitions per operation, critical-section "
             "instructions, lines from the previous holder)."))
