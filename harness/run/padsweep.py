@@ -264,8 +264,18 @@ def table(results: list[Comparison]) -> str:
     return "\n".join(lines)
 
 
-def run(layout: Layout, loops: list[int], ops: int, out: Path, build_missing: bool) -> int:
-    image = build_image(layout, build_missing)
+def image_at(directory: Path) -> kbuild.KernelImage:
+    """A built image folder (KERNEL-FLAVOUR-KEY), used as it is."""
+    kernel, flavour, key = directory.name.rsplit("-", 2)
+    image = kbuild.KernelImage(kernel, flavour, key, directory)
+    if not kbuild.is_built(image):
+        raise SweepError(f"{directory}: not a built kernel image (no bzImage or meta.json)")
+    return image
+
+
+def run(layout: Layout, loops: list[int], ops: int, out: Path, build_missing: bool,
+        image_dir: Path | None = None) -> int:
+    image = image_at(image_dir) if image_dir else build_image(layout, build_missing)
     known = workloads.load_all(layout.workloads)
     files = initramfs.prepare(layout, [known["create-unlink"]])
     steps = plan.make_steps([(workload(n, ops), "tmpfs", p) for n in loops for p in (1, 2)])
@@ -308,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="results/padsweep", help="where the boots go")
     parser.add_argument("--build-only", action="store_true", help="build the image and stop")
     parser.add_argument("--no-build", action="store_true", help="fail if the image is missing")
+    parser.add_argument("--image", help="a built image folder to boot instead")
     args = parser.parse_args(argv)
     layout = default_layout()
     if args.build_only:
@@ -315,7 +326,12 @@ def main(argv: list[str] | None = None) -> int:
         print(image.directory)
         return 0
     loops = [int(x) for x in args.loops.replace(",", " ").split()]
-    return run(layout, loops, args.ops, Path(args.out), not args.no_build)
+    try:
+        return run(layout, loops, args.ops, Path(args.out), not args.no_build,
+                   Path(args.image) if args.image else None)
+    except (SweepError, kbuild.BuildError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

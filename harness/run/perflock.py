@@ -36,6 +36,7 @@ from harness.boot import qemu, runner
 from harness.guest import initramfs, plan, workloads
 from harness.kernels import kbuild
 from harness.layout import REPO_ROOT, Layout, default_layout
+from harness.run import padsweep
 
 TRACEFS = "mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true"
 ROW = re.compile(r"^\s*(\d+)\s+([\d.]+ [mun]?s)\s+([\d.]+ [mun]?s)\s+([\d.]+ [mun]?s)\s+"
@@ -102,8 +103,9 @@ def workloads_for(ops: int) -> list[workloads.Workload]:
 
 
 def run(layout: Layout, kernel: str, cpus: int, ops: int, out: Path,
-        build_missing: bool) -> int:
-    image = kbuild.build(layout, kernel, "perf", build_missing=build_missing)
+        build_missing: bool, image_dir: Path | None = None) -> int:
+    image = padsweep.image_at(image_dir) if image_dir else \
+        kbuild.build(layout, kernel, "perf", build_missing=build_missing)
     chosen = workloads_for(ops)
     known = workloads.load_all(layout.workloads)
     files = initramfs.prepare(layout, chosen + [known["create-unlink"]])
@@ -138,9 +140,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", type=int, default=2000)
     parser.add_argument("--out", default="results/perflock")
     parser.add_argument("--no-build", action="store_true")
+    parser.add_argument("--image", help="a built perf image folder to boot instead")
     args = parser.parse_args(argv)
-    return run(default_layout(), args.kernel, args.cpus, args.ops, Path(args.out),
-               not args.no_build)
+    try:
+        return run(default_layout(), args.kernel, args.cpus, args.ops, Path(args.out),
+                   not args.no_build, Path(args.image) if args.image else None)
+    except (padsweep.SweepError, kbuild.BuildError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
