@@ -225,15 +225,18 @@ class Comparison:
         return self.one.utilisation
 
     @property
-    def error(self) -> float:
+    def error(self) -> float | None:
+        """(predicted - measured) / measured; None when nothing was contended."""
         measured = self.two.contention
-        return (self.predicted - measured) / measured if measured else float("nan")
+        return (self.predicted - measured) / measured if measured else None
 
     def row(self) -> dict:
+        error = self.error
         return {"loops": self.loops, "utilisation_1": self.one.utilisation,
                 "predicted_contention": self.predicted,
-                "measured_contention": self.two.contention, "error": self.error,
-                "within_aim": abs(self.error) <= AIM, "both_vcpus_ran": list(self.together),
+                "measured_contention": self.two.contention, "error": error,
+                "within_aim": error is not None and abs(error) <= AIM,
+                "both_vcpus_ran": list(self.together),
                 "one": asdict(self.one), "two": asdict(self.two)}
 
 
@@ -258,9 +261,9 @@ def table(results: list[Comparison]) -> str:
              "both vCPUs ran |", "|---|---|---|---|---|---|"]
     for c in results:
         low, high = c.together
+        error = "n/a" if c.error is None else f"{c.error * 100:+.0f}%"
         lines.append(f"| {c.loops} | {c.one.utilisation:.3f} | {c.predicted:.3f} | "
-                     f"{c.two.contention:.3f} | {c.error * 100:+.0f}% | "
-                     f"{low * 100:.0f}-{high * 100:.0f}% |")
+                     f"{c.two.contention:.3f} | {error} | {low * 100:.0f}-{high * 100:.0f}% |")
     return "\n".join(lines)
 
 

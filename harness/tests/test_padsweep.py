@@ -1,6 +1,7 @@
 """The padded-lock sweep: the knob's workload, the host's co-run sampler on real
 threads, and the comparison's arithmetic."""
 
+import dataclasses
 import subprocess
 import sys
 import textwrap
@@ -9,6 +10,7 @@ import time
 import pytest
 
 from harness.guest import protocol
+from harness.layout import REPO_ROOT
 from harness.run import padsweep
 
 # Two busy threads named like QEMU's vCPU threads, in a process of their own.
@@ -62,23 +64,23 @@ def test_the_knob_is_set_and_the_counters_read_around_the_command():
     assert w.procs_for(2) == [1, 2] and w.filesystems == ("tmpfs",)
 
 
-def _out(loops, before, after, ops, elapsed_ns, procs):
-    block = "loops {}\nacquisitions {}\ncontentions {}\nheld_ns {}\n"
-    return (block.format(loops, *before) + f"result phase=create-unlink ops={ops} "
-            f"elapsed_ns={elapsed_ns} procs={procs}\n" + block.format(loops, *after))
+CAPTURES = REPO_ROOT / "harness" / "test_data" / "padlock"
 
 
-def test_the_prediction_is_the_one_worker_utilisation():
-    # One worker: 2000 acquisitions held 0.3 s of a 1 s step, U = 0.3.
-    one = padsweep.read_step(_out(300, (10, 0, 1000), (2010, 0, 300_001_000), 1000,
-                                  1_000_000_000, 1), "s01.out")
-    two = padsweep.read_step(_out(300, (2010, 0, 0), (6010, 1300, 0), 2000,
-                                  1_200_000_000, 2), "s02.out")
-    assert one.utilisation == pytest.approx(0.3) and two.contention == pytest.approx(0.325)
-    comparison = padsweep.Comparison(300, one, two, (0.4, 0.9))
-    assert comparison.predicted == pytest.approx(0.3)
-    assert comparison.error == pytest.approx(0.3 / 0.325 - 1)
-    assert comparison.row()["within_aim"]
-    assert "| 300 | 0.300 | 0.300 | 0.325 | -8% | 40-90% |" in padsweep.table([comparison])
+def test_a_real_step_output_gives_the_counts_and_the_comparison():
+    one = padsweep.read_step((CAPTURES / "loops300-p1.out").read_text(), "p1")
+    two = padsweep.read_step((CAPTURES / "loops300-p2.out").read_text(), "p2")
+    assert (one.loops, one.procs, one.ops) == (300, 1, 1000)
+    assert one.acquisitions == 2012 and one.contentions == 1
+    assert one.utilisation == pytest.approx(0.28612724 / 0.45955049)
+    assert (two.procs, two.ops) == (2, 2000) and two.acquisitions >= 4000
+    comparison = padsweep.Comparison(300, one, two, (0.01, 0.06))
+    assert comparison.predicted == one.utilisation
+    assert comparison.error == pytest.approx((one.utilisation - two.contention)
+                                             / two.contention)
+    assert f"| 300 | {one.utilisation:.3f} |" in padsweep.table([comparison])
+    none = padsweep.Comparison(300, one, dataclasses.replace(two, contentions=0), (0, 0))
+    assert none.error is None and not none.row()["within_aim"]
+    assert "| n/a |" in padsweep.table([none])
     with pytest.raises(padsweep.SweepError, match="s03.out"):
         padsweep.read_step("result phase=x ops=1 elapsed_ns=1 procs=1\n", "s03.out")
