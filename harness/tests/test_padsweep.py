@@ -84,3 +84,19 @@ def test_a_real_step_output_gives_the_counts_and_the_comparison():
     assert "| n/a |" in padsweep.table([none])
     with pytest.raises(padsweep.SweepError, match="s03.out"):
         padsweep.read_step("result phase=x ops=1 elapsed_ns=1 procs=1\n", "s03.out")
+
+
+PERF_CAPTURES = REPO_ROOT / "harness" / "test_data" / "perflock"
+
+
+def test_perf_lock_contention_rows_are_read_from_a_real_report():
+    from harness.run import perflock
+    rows = perflock.parse((PERF_CAPTURES / "shared-dir-c2.out").read_text())
+    assert len(rows) == 4
+    first = rows[0]
+    assert (first.contended, first.kind, first.caller) == (9, "rwlock:R", "__do_sys_wait4+0x86")
+    assert first.total_wait_ns == pytest.approx(46.42e6) and first.role == ""
+    assert sum(r.contended for r in rows) == 22
+    (only,) = perflock.parse((PERF_CAPTURES / "create-unlink-c2.out").read_text())
+    assert only.kind == "rwlock:R" and only.max_wait_ns == pytest.approx(3.23e6)
+    assert not any(r.kind == "spinlock" for r in rows + [only])
