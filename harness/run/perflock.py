@@ -2,8 +2,10 @@
 
 Kernel developers measure lock waits today with perf: `perf lock record`
 records the lock:contention_begin/end tracepoints (with call chains) while a
-command runs, and `perf lock contention` sums them per caller. The perf
-flavour carries perf events and trace events for it (configs/perf.config);
+command runs, and `perf lock contention` sums them per caller. The
+measurement image KERNEL+perflock is the perf kernel plus perf events and
+trace events for it (configs/perflock.config, built by --build-only or the
+first run; the perf flavour stays without: they move -icount rates);
 the guest gets Debian's linux-perf 6.1 (the perf binary and its libraries)
 through the workload's `packages`, and tracefs is mounted by the run line.
 
@@ -34,7 +36,7 @@ from pathlib import Path
 from harness import lockorder, progress
 from harness.boot import qemu, runner
 from harness.guest import initramfs, plan, workloads
-from harness.kernels import kbuild
+from harness.kernels import kbuild, series
 from harness.layout import REPO_ROOT, Layout, default_layout
 from harness.run import padsweep
 
@@ -102,10 +104,21 @@ def workloads_for(ops: int) -> list[workloads.Workload]:
             for w in (create, shared)]
 
 
+FRAGMENT = REPO_ROOT / "configs" / "perflock.config"
+
+
+def build_image(layout: Layout, kernel: str, build_missing: bool = True) -> kbuild.KernelImage:
+    """KERNEL's perf image with perf events and trace events (configs/perflock.config),
+    under a name of its own (KERNEL+perflock): the perf flavour itself stays without."""
+    own = series.resolve(layout, kernel)
+    return kbuild.build_kernel(layout, series.Kernel(f"{own.name}+perflock", own.patches),
+                               "perf", extra_fragments=(FRAGMENT,), build_missing=build_missing)
+
+
 def run(layout: Layout, kernel: str, cpus: int, ops: int, out: Path,
         build_missing: bool, image_dir: Path | None = None) -> int:
     image = padsweep.image_at(image_dir) if image_dir else \
-        kbuild.build(layout, kernel, "perf", build_missing=build_missing)
+        build_image(layout, kernel, build_missing)
     chosen = workloads_for(ops)
     known = workloads.load_all(layout.workloads)
     files = initramfs.prepare(layout, chosen + [known["create-unlink"]])
@@ -141,7 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="results/perflock")
     parser.add_argument("--no-build", action="store_true")
     parser.add_argument("--image", help="a built perf image folder to boot instead")
+    parser.add_argument("--build-only", action="store_true", help="build the image and stop")
     args = parser.parse_args(argv)
+    if args.build_only:
+        print(build_image(default_layout(), args.kernel).directory)
+        return 0
     try:
         return run(default_layout(), args.kernel, args.cpus, args.ops, Path(args.out),
                    not args.no_build, Path(args.image) if args.image else None)
