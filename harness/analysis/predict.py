@@ -61,7 +61,7 @@ class CasePrediction:
                 "phase": c.phase, "unit": self.inputs.unit,
                 **self.prediction.as_json(cpus),
                 "machine": self.central,
-                "band": [list(self.ops(n)) for n in cpus],
+                "ops_per_s_band": [[self.ops(n)[0], self.ops(n)[2]] for n in cpus],
                 "machines": {k: dict(p.as_json(cpus), profile=queueing.profile_to_json(prof))
                              for k, (prof, p) in self.solved.items()},
                 "half_linear_cpus": self.prediction.half_linear_cpus(),

@@ -81,7 +81,10 @@ def _band(low: float, mid: float, high: float) -> str:
 
 
 def _pct(value: float | None) -> str:
-    return "n/a" if value is None or math.isnan(value) else f"{value * 100:+.0f}%"
+    if value is None or math.isnan(value):
+        return "n/a"
+    shown = round(value * 100)
+    return "0%" if shown == 0 else f"{shown:+d}%"
 
 
 def _abs(value: float) -> str:
@@ -243,7 +246,7 @@ class Section:
                 f"{case.label}: PREDICTED throughput", unit, bands, measured, self.kernels)
             out.append(doc.ChartBlock(chart, (
                 f"{case.label}: predicted throughput at 1-{MAX_CPUS} CPUs (log-log), line on "
-                f"the {machines.DEFAULT} machine, shaded over the target machines "
+                f"the {machines.DEFAULT} machine, dotted edges: the band over the target machines "
                 f"({', '.join(m.key for m in machines.MACHINES)}). Points: the measured TCG "
                 "throughput at 1 and 2 vCPUs (perf kernels, mean and 95% interval), scaled so "
                 "the 1-vCPU mean sits on the model's 1-CPU rate: their 2-over-1 ratio is the "
