@@ -59,7 +59,7 @@ WORKLOAD_PACKAGES := $(shell $(PYTHON) -m harness workload-packages $(WORKLOADS_
 ALL_PACKAGES = $(PACKAGES) $(WORKLOAD_PACKAGES)
 DEPS_STAMP = build/.deps-$(shell echo $(ALL_PACKAGES) | md5sum | cut -c1-8)
 
-.PHONY: compare soak report slides reference kernels bisect-check compile-check test test-extra unit-test clean deps check-workloads
+.PHONY: compare soak report slides reference kernels bisect-check compile-check test test-extra unit-test clean deps check-workloads padlock-image padlock-sweep
 
 # Only the knobs that were set, on one line: the echoed command is what ran.
 COMPARE_KNOBS = $(strip $(if $(KERNELS),--kernels $(KERNELS)) $(if $(CPUS),--cpus $(CPUS)) \
@@ -110,6 +110,17 @@ check-workloads:
 # built or found before pytest starts, with the same progress lines and
 # estimate as make compare, instead of minutes of silence inside a test.
 TEST_KERNEL = mainline --flavour debug
+
+# The padlock measurement kernel (mainline + padlock/: the sb-list section
+# padded by a knob, its contention counted without lockdep), built only when
+# asked, never by make test or a compare; padlock-sweep boots it at 2 vCPUs
+# (timed: run it on a quiet host). docs/scaling-model.md, "At 2 vCPUs".
+padlock-image: $(DEPS_STAMP)
+	$(PYTHON) -m harness.run.padsweep --build-only
+
+padlock-sweep: $(DEPS_STAMP)
+	$(PYTHON) -m harness.run.padsweep $(if $(LOOPS),--loops "$(LOOPS)") $(if $(OPS),--ops $(OPS)) \
+		$(if $(NO_BUILD),--no-build)
 
 # What CI runs: every test but those that need another kernel build.
 test: $(DEPS_STAMP)

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from harness import lockorder, progress
-from harness.analysis import predict, scaling_inputs
+from harness.analysis import machines, predict, scaling_inputs
 from harness.boot import channel, qemu, runner, tcg_cs
 from harness.guest import check, deps, initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
@@ -489,10 +489,15 @@ def _add_predict(sub) -> None:
     p.add_argument("run_dir", nargs="?", help="a run folder (its tidy.tsv)")
     p.add_argument("--profile", help="a JSON lock profile instead of a run")
     p.add_argument("--cpus", nargs="*", default=[], help="CPU counts (default 1 2 4 ... 256)")
-    p.add_argument("--handoff-ns", type=float, default=scaling_inputs.HANDOFF_NS,
-                   help="lock hand-off (cache-line transfer) cost")
-    p.add_argument("--ns-per-insn", type=float, default=scaling_inputs.NS_PER_INSN,
-                   help="ns per guest instruction on the target machine")
+    p.add_argument("--machine", action="append", default=[],
+                   choices=[m.key for m in machines.MACHINES],
+                   help="target machine (repeatable; default: all of them, as a band)")
+    p.add_argument("--handoff-ns", type=float, default=None,
+                   help=f"--profile without --machine: a cache-line transfer "
+                        f"(default {scaling_inputs.HANDOFF_NS:g})")
+    p.add_argument("--memory-ns", type=float, default=None,
+                   help=f"--profile without --machine: a cold line "
+                        f"(default {scaling_inputs.MEMORY_NS:g})")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_predict)
 

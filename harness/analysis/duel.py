@@ -81,7 +81,7 @@ class Entry:
     lower_is_better: bool | None  # None: not a cost on its own (retries)
     figures: dict[str, stats.Summary]  # kernel -> figure
     ratio: float | None  # piggin / chinner
-    low: float | None  # its 95% interval (or the prediction's hand-off band)
+    low: float | None  # its 95% interval (or the prediction's band over the target machines)
     high: float | None
     ahead: str  # FIRST, SECOND, "" (not apart) or "?" (no claim possible)
     rule: str  # what decided: exact, interval, rank, rate test, rerun floor, band
@@ -361,7 +361,7 @@ def _paired(rows: list[Row], boot_order: list[str] | None) -> Entry | None:
 
 def predictions(scaling_json: Path) -> dict[tuple[str, Case], tuple[float, float, float]]:
     """(kernel, case) -> (low, default, high) predicted throughput at PREDICTION_CPUS over
-    the hand-off band, from the run's scaling.json (empty when it has none)."""
+    the target machines (machines.py), from the run's scaling.json (empty when it has none)."""
     if not scaling_json.is_file():
         return {}
     out = {}
@@ -388,7 +388,7 @@ def _prediction(found: dict, case: Case) -> Entry | None:
     figures = {k: stats.summarize([found[k, case][1]]) for k in (FIRST, SECOND) + REFERENCES
                if (k, case) in found}
     return Entry(case, "prediction", f"{PREDICTION_CPUS} CPUs", "ops/s", False, figures,
-                 ratios[1], low, high, ahead, "hand-off band" if ahead else "",
+                 ratios[1], low, high, ahead, "band over the target machines" if ahead else "",
                  PREDICTION_SAME_WITHIN, "a prediction, not a measurement")
 
 

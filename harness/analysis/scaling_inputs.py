@@ -15,14 +15,25 @@ Where each number comes from (docs/scaling-model.md has the reasoning):
                         debug operation's time the role was held
                         (holdtime_avg * debug ops/s), which lockdep's
                         bookkeeping inside every critical section inflates
-  cache lines per acq   perf kernel, mode "tcg-cs": cs_lines_read_per_acq,
-                        cs_lines_written_per_acq, cs_lines_from_previous_per_acq (W),
-                        cs_lockword_line_written_share (s), cs_cold_lines_per_acq,
-                        cs_chain_entries_per_acq (hash); RoleInput.lines, None in
-                        runs whose plugin counted no lines
+  cache lines per acq   perf kernel, mode "tcg-cs", per role (optional rows):
+                        cs_lines_read_per_acq, cs_lines_written_per_acq,
+                        cs_lines_from_previous_per_acq (W),
+                        cs_lockword_line_written_share (s),
+                        cs_cold_lines_per_acq (C), cs_chain_entries_per_acq
+                        (hash); RoleInput.lines, None in runs whose plugin
+                        counted no lines. The model takes W, s and C
+                        (RoleInput.counted); fallback: source_lines.py,
+                        counted by hand from the 6.1 source
+  nesting               cs_inside_share.OUTER (the share of acquisitions made
+                        holding OUTER); fallback: no nesting
+  blocked per op        perf kernel, 1 vCPU, metric blocked_ns_per_op (wall
+                        minus CPU time of the step's window); fallback: none
+  shared inodes         the workload declaration's shared_inodes (hot-inode
+                        workloads); fallback: the workers share no inode
   scope, instances      the kernel's lock-scope file; per-bucket counts from
                         the boot console ("Inode-cache hash table entries")
-  real nanoseconds      instructions * ns_per_insn, a named knob
+  real nanoseconds      instructions * ns per instruction of the target machine
+                        (machines.py), plus the lines it moves
 
 Holds are kept as shares of one operation's time, so one set of inputs gives
 the profile of any time base: the real machine (instructions * ns/insn), the
@@ -34,23 +45,24 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness import lockscope
-from harness.analysis import evidence
+from harness.analysis import evidence, source_lines
 from harness.analysis.queueing import Lock, Profile
+from harness.guest import workloads as workload_files
 from harness.layout import Layout
 from harness.parsers import hash_tables
 from harness.run.tidy import Row
 
 # -icount shift=2: 2^2 ns of virtual time per guest instruction.
 ICOUNT_NS_PER_INSN = 4.0
-# Real-machine knobs, their defaults and bands (docs/scaling-model.md, "Knobs").
+# What a --profile without a machine is solved with (the model of issue 14's
+# knobs): a hand-off of 100 ns, 0.4 ns per instruction, 100 ns per cold line.
 NS_PER_INSN = 0.4
-NS_PER_INSN_BAND = (0.2, 1.0)
 HANDOFF_NS = 100.0
-HANDOFF_BAND = (50.0, 200.0)
+MEMORY_NS = 100.0
 
 CS_MODE = "tcg-cs"
 SCALING_JSON = "scaling.json"
@@ -59,6 +71,21 @@ FALLBACK_HOLD = ("hold per acquisition as its share of a debug-kernel operation 
                  "no tcg-cs counts; lockdep's bookkeeping inside critical sections inflates it)")
 CS_INSN = "instructions/op counted by the tcg-cs plugin"
 CS_HOLD = "critical-section instructions counted by the tcg-cs plugin"
+CS_LINES = "cache lines counted by the tcg-cs plugin"
+SOURCE_LINES = ("cache lines counted by hand from the 6.1 source (no tcg-cs line rows in "
+                "this run)")
+NO_LINES = "no cache lines counted (the lock word's transfer alone)"
+# The per-role line metrics of the tcg-cs rows, by the RoleLines field they fill.
+LINE_METRICS = {"read": "cs_lines_read_per_acq", "written": "cs_lines_written_per_acq",
+                "from_previous": "cs_lines_from_previous_per_acq",
+                "lockword_line_written_share": "cs_lockword_line_written_share",
+                "cold": "cs_cold_lines_per_acq", "chain_entries": "cs_chain_entries_per_acq"}
+# The three the model takes, by the LineCounts field they feed.
+MODEL_LINE_METRICS = {"from_previous": "cs_lines_from_previous_per_acq",
+                      "lockword_written": "cs_lockword_line_written_share",
+                      "cold": "cs_cold_lines_per_acq"}
+INSIDE_METRIC = "cs_inside_share."  # + the outer role
+BLOCKED_METRIC = "blocked_ns_per_op"
 
 
 class InputError(Exception):
@@ -79,10 +106,14 @@ class RoleLines:
     chain_entries: float | None  # hash roles: chain entries visited; None for others
 
 
-LINE_METRICS = {"read": "cs_lines_read_per_acq", "written": "cs_lines_written_per_acq",
-                "from_previous": "cs_lines_from_previous_per_acq",
-                "lockword_line_written_share": "cs_lockword_line_written_share",
-                "cold": "cs_cold_lines_per_acq", "chain_entries": "cs_chain_entries_per_acq"}
+@dataclass(frozen=True)
+class LineCounts:
+    """What the model takes of a role's lines: measured (RoleLines) or counted by
+    hand from the source."""
+    from_previous: float = 0.0  # W
+    lockword_written: float = 0.0  # s
+    cold: float = 0.0  # C
+    source: str = NO_LINES
 
 
 @dataclass(frozen=True)
@@ -94,6 +125,9 @@ class RoleInput:
     scope: lockscope.RoleScope
     instances: int | None  # None: private scope, or bucket count unknown
     lines: RoleLines | None = None  # None: a run without the plugin's line counts
+    counted: LineCounts = LineCounts()  # the model's W, s, C, measured or from the source
+    inside: str = ""  # the role held around a share of this one's acquisitions
+    inside_share: float = 0.0
 
     def share(self, production: bool) -> float:
         return self.cs_share if production and self.cs_share is not None else self.debug_share
@@ -110,35 +144,59 @@ class CaseInputs:
     hold_source: str
     debug_ops_per_s: float
     notes: tuple[str, ...]
+    blocked_ns_per_op: float | None = None  # perf kernel, 1 vCPU: wall minus CPU
+    shared_inodes: int | None = None
 
-    def profile(self, op_ns: float, *, production: bool) -> Profile:
-        """The lock profile of one operation lasting op_ns at 1 CPU.
+    @property
+    def lines_source(self) -> str:
+        sources = sorted({r.counted.source for r in self.roles})
+        return "; ".join(sources)
 
-        production: shares from the tcg-cs counts when there are any, and bit
-        locks where the scope says so (the debug kernel wraps them in spinlocks).
+    def _nested_share(self, r: RoleInput) -> float:
+        """The share of r's acquisitions inside another role of the profile: their
+        instructions are inside that role's, and counted once."""
+        outer = next((o for o in self.roles if o.role == r.inside and not o.scope.under
+                      and o.acquisitions_per_op > 0), None)
+        return r.inside_share if outer is not None else 0.0
+
+    def profile(self, op_ns: float, *, production: bool, blocked_ns: float = 0.0) -> Profile:
+        """The lock profile of one operation lasting op_ns at 1 CPU (its instructions;
+        blocked_ns more off the CPU).
+
+        production: shares from the tcg-cs counts when there are any, the cache lines
+        each section moves, and bit locks where the scope says so (the debug kernel
+        wraps them in spinlocks, and its validation runs at no hand-off cost).
         """
         locks, locked = [], 0.0
         for r in self.roles:
             if r.scope.under or r.acquisitions_per_op <= 0:
                 continue  # its time is inside the serialising role's hold
             hold = r.share(production) * op_ns
-            locked += r.acquisitions_per_op * hold
+            locked += r.acquisitions_per_op * hold * (1 - self._nested_share(r))
             queued = r.scope.shared and r.instances is not None
+            lines = r.counted if production else LineCounts()
             locks.append(Lock(r.role, r.acquisitions_per_op, hold,
                               instances=r.instances if queued else 1,
                               kind="bitlock" if production and r.scope.bitlock else "qspinlock",
-                              shared=queued))
+                              shared=queued, lines_from_previous=lines.from_previous,
+                              lockword_written=lines.lockword_written, cold_lines=lines.cold,
+                              per_inode=r.scope.scope == "per-inode", inside=r.inside,
+                              inside_share=r.inside_share))
         think = op_ns - locked
         if think < 0:
             raise InputError(f"{self.kernel} {self.case.label}: the locks' hold time "
                              f"({locked:.0f} ns) exceeds the operation ({op_ns:.0f} ns)")
-        return Profile(think, tuple(locks))
+        names = {lock.name for lock in locks}
+        locks = [lock if lock.inside in names else replace(lock, inside="", inside_share=0.0)
+                 for lock in locks]
+        return Profile(think, tuple(locks), blocked_ns, self.shared_inodes)
 
     def machine_profile(self, ns_per_insn: float = NS_PER_INSN) -> Profile:
         if self.insn_per_op is None:
             raise InputError(f"{self.kernel} {self.case.label}: no instructions per op "
                              "(neither tcg-cs nor -icount rows)")
-        return self.profile(self.insn_per_op * ns_per_insn, production=True)
+        return self.profile(self.insn_per_op * ns_per_insn, production=True,
+                            blocked_ns=self.blocked_ns_per_op or 0.0)
 
     def debug_profile(self) -> Profile:
         return self.profile(1e9 / self.debug_ops_per_s, production=False)
@@ -216,6 +274,81 @@ def hash_table_sizes(run_dir: Path) -> dict[str, dict[str, TableSize]]:
 
 # -- inputs per kernel and case --------------------------------------------------------------
 
+def _instructions(ok: list[Row], kernel: str, m: dict) -> tuple[float | None, str]:
+    cs = dict(kernel=kernel, flavour="perf", mode=CS_MODE, cpus=1, **m)
+    cs_insn = _means(ok, metric="instructions_per_op", **cs).get("")
+    icount_rate = _means(ok, metric="throughput", lock="", kernel=kernel, flavour="perf",
+                         mode="tcg-icount", cpus=1, procs=1, **m).get("")
+    if cs_insn:
+        return cs_insn, CS_INSN
+    if icount_rate:
+        return 1.0 / (icount_rate * ICOUNT_NS_PER_INSN * 1e-9), FALLBACK_INSN
+    return None, "no instructions per op in this run"
+
+
+def _cs_role_figures(ok: list[Row], kernel: str, m: dict) -> dict[str, dict[str, float]]:
+    """role -> metric -> mean over the tcg-cs boots, for the per-role metrics."""
+    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in ok:
+        if (r.lock and r.kernel == kernel and r.flavour == "perf" and r.mode == CS_MODE
+                and r.cpus == 1 and all(getattr(r, k) == v for k, v in m.items())):
+            out[r.lock][r.metric].append(r.value)
+    return {role: {k: sum(v) / len(v) for k, v in metrics.items()}
+            for role, metrics in out.items()}
+
+
+def _lines(figures: dict[str, float], kernel: str, role: str) -> LineCounts:
+    """W, s and C of a role: measured when the run has the rows, else from the source."""
+    if any(metric in figures for metric in MODEL_LINE_METRICS.values()):
+        return LineCounts(*(figures.get(metric, 0.0) for metric in MODEL_LINE_METRICS.values()),
+                          source=CS_LINES)
+    counted = source_lines.lines_for(kernel, role)
+    if counted is None:
+        return LineCounts()
+    return LineCounts(counted.from_previous, counted.lockword_written, counted.cold,
+                      SOURCE_LINES)
+
+
+def _inside(figures: dict[str, float]) -> tuple[str, float]:
+    """The outer role a share of the acquisitions nest in (the largest share)."""
+    shares = {k[len(INSIDE_METRIC):]: v for k, v in figures.items()
+              if k.startswith(INSIDE_METRIC) and v > 0}
+    if not shares:
+        return "", 0.0
+    outer = max(shares, key=lambda k: shares[k])
+    return outer, min(1.0, shares[outer])
+
+
+def _instances(scope: lockscope.RoleScope, tables: dict[str, dict[str, TableSize]],
+               kernel: str, notes: list[str]) -> int | None:
+    if scope.scope == "per-bucket":
+        size = tables.get(kernel, {}).get(scope.table)
+        if size is None:
+            notes.append(f"{scope.role}: no console of {kernel} gave the {scope.table} hash "
+                         "table size; its buckets are modelled as never contended")
+        return size.entries if size else None
+    return 1 if scope.shared else None
+
+
+def _shared_inodes(layout: Layout, workload: str) -> int | None:
+    """The inodes every worker of a workload shares, as its declaration says (the
+    hot-inode workloads); None when it declares none or cannot be read."""
+    try:
+        declared = workload_files.read_all(layout.workloads)[0].get(workload)
+    except OSError:
+        return None
+    return declared.shared_inodes if declared is not None else None
+
+
+def _hold_source(roles: list[RoleInput]) -> str:
+    counted = [r.role for r in roles if r.cs_share is not None]
+    if not counted:
+        return FALLBACK_HOLD
+    if len(counted) == len(roles):
+        return CS_HOLD
+    return f"{CS_HOLD} for {', '.join(counted)}; for the other roles {FALLBACK_HOLD}"
+
+
 def case_inputs(layout: Layout, rows: list[Row], tables: dict[str, dict[str, TableSize]],
                 kernel: str, case: evidence.Case) -> CaseInputs | None:
     """The inputs of one kernel and case, or None when the run lacks the debug
@@ -231,19 +364,10 @@ def case_inputs(layout: Layout, rows: list[Row], tables: dict[str, dict[str, Tab
     unit = next((r.unit for r in ok if r.metric == "throughput" and r.kernel == kernel
                  and (r.workload, r.fs, r.phase) == (case.workload, case.fs, case.phase)), "")
     scope_file = lockscope.load_for(layout, kernel)
-    cs = dict(kernel=kernel, flavour="perf", mode=CS_MODE, cpus=1, **m)
-    cs_insn = _means(ok, metric="instructions_per_op", **cs).get("")
-    cs_holds = {k: v for k, v in _means(ok, metric="cs_instructions_per_acq", **cs).items() if k}
-    lines = role_lines(ok, cs)
-    icount_rate = _means(ok, metric="throughput", lock="", kernel=kernel, flavour="perf",
-                         mode="tcg-icount", cpus=1, procs=1, **m).get("")
-    if cs_insn:
-        insn, insn_source = cs_insn, CS_INSN
-    elif icount_rate:
-        insn, insn_source = 1.0 / (icount_rate * ICOUNT_NS_PER_INSN * 1e-9), FALLBACK_INSN
-    else:
-        insn, insn_source = None, "no instructions per op in this run"
-    notes = []
+    insn, insn_source = _instructions(ok, kernel, m)
+    figures = _cs_role_figures(ok, kernel, m)
+    lines = role_lines(ok, dict(kernel=kernel, flavour="perf", mode=CS_MODE, cpus=1, **m))
+    notes: list[str] = []
     roles = []
     for role, count in acquisitions.items():
         if not role or not count:  # a role the case never took queues nowhere
@@ -252,27 +376,17 @@ def case_inputs(layout: Layout, rows: list[Row], tables: dict[str, dict[str, Tab
         if scope is None:
             raise lockscope.LockScopeError(
                 f"{scope_file.path}: role {role} was measured in {kernel} but is not declared")
-        if scope.scope == "per-bucket":
-            size = tables.get(kernel, {}).get(scope.table)
-            instances = size.entries if size else None
-            if size is None:
-                notes.append(f"{role}: no console of {kernel} gave the {scope.table} hash "
-                             "table size; its buckets are modelled as never contended")
-        else:
-            instances = 1 if scope.shared else None
-        cs_share = cs_holds[role] / insn if role in cs_holds and insn else None
+        mine = figures.get(role, {})
+        cs_hold = mine.get("cs_instructions_per_acq")
+        outer, share = _inside(mine)
         roles.append(RoleInput(role, count, holds_us.get(role, 0.0) * 1e-6 * debug_rate,
-                               cs_share, scope, instances, lines.get(role)))
-    counted = [r.role for r in roles if r.cs_share is not None]
-    if not counted:
-        hold_source = FALLBACK_HOLD
-    elif len(counted) == len(roles):
-        hold_source = CS_HOLD
-    else:
-        hold_source = (f"{CS_HOLD} for {', '.join(counted)}; for the other roles "
-                       f"{FALLBACK_HOLD}")
-    return CaseInputs(kernel, case, unit, tuple(roles), insn, insn_source, hold_source,
-                      debug_rate, tuple(notes))
+                               cs_hold / insn if cs_hold and insn else None, scope,
+                               _instances(scope, tables, kernel, notes),
+                               lines.get(role), _lines(mine, kernel, role), outer, share))
+    blocked = _means(ok, metric=BLOCKED_METRIC, lock="", kernel=kernel, flavour="perf",
+                     mode="tcg", cpus=1, procs=1, **m).get("")
+    return CaseInputs(kernel, case, unit, tuple(roles), insn, insn_source, _hold_source(roles),
+                      debug_rate, tuple(notes), blocked, _shared_inodes(layout, case.workload))
 
 
 def role_lines(rows: list[Row], match: dict) -> dict[str, RoleLines]:

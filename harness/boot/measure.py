@@ -187,6 +187,23 @@ def _parse_status(text: str | None) -> dict[str, str]:
     return dict(item.partition("=")[::2] for item in text.split())
 
 
+# /proc/stat counts CPU time in USER_HZ ticks (100 per second on Linux/x86).
+USER_HZ = 100
+
+
+def idle_seconds(text: str) -> float | None:
+    """Idle and I/O-wait time of all CPUs between the two `cpu` lines of /proc/stat
+    a window's .cpustat record holds (its start, its end); None when unreadable."""
+    lines = [line.split() for line in text.splitlines() if line.startswith("cpu ")]
+    if len(lines) != 2 or any(len(fields) < 6 for fields in lines):
+        return None
+    try:
+        begin, end = ([int(x) for x in fields[1:]] for fields in lines)
+    except ValueError:
+        return None
+    return ((end[3] + end[4]) - (begin[3] + begin[4])) / USER_HZ
+
+
 def _retries(text: str) -> dict[str, int]:
     counts = {}
     for line in text.splitlines():
@@ -241,6 +258,13 @@ def step_numbers(step: Step, received: channel.Received, order: LockOrder) -> St
             valid = dump.valid if valid is None else (valid and dump.valid)
             for role in order.totals_by_role(dump.classes):
                 figures += _lock_figures(phase, role, ops)
+        cpustat = received.text(f"{step.id}.{window_name}.cpustat")
+        idle = idle_seconds(cpustat) if cpustat is not None else None
+        if idle is not None:
+            figures.append(Figure(phase, "", "cpu_idle", idle, "s"))
+            if ops:
+                # At 1 vCPU: the time the only CPU waited for the workers per operation.
+                figures.append(Figure(phase, "", "blocked_ns_per_op", idle * 1e9 / ops, "ns"))
         retries = received.text(f"{step.id}.{window_name}.retries")
         if retries is not None:
             for name, count in _retries(retries).items():

@@ -161,7 +161,10 @@ def command(spec: BootSpec, results: Path, qmp: Path | None = None) -> list[str]
     m = spec.machine
     cmdline = " ".join(filter(None, [
         "console=ttyS0", "panic=-1", "rdinit=/init", "nokaslr", m.kernel_words, spec.cmdline]))
+    # debug-threads: QEMU names each vCPU thread ("CPU 0/TCG"), so the host can tell
+    # them apart (the padlock sweep samples their schedstat).
     cmd = [QEMU, "-nodefaults", "-no-reboot", "-display", "none", "-nic", "none",
+           "-name", "inode-duel,debug-threads=on",
            "-machine", "pc", "-m", str(m.memory_mb), "-smp", str(m.cpus),
            "-kernel", str(spec.bzimage), "-initrd", str(spec.initramfs),
            "-append", cmdline,

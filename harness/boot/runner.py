@@ -206,8 +206,10 @@ class _LinePrinter:
 
 def run_boot(image: KernelImage, files: initramfs.GuestFiles, machine: qemu.Machine,
              steps: list[plan.Step], directory: Path, header: str, order: LockOrder,
-             timeout_s: float | None = None, on_line=None) -> BootRecord:
-    """Boot, keep everything in directory, and return the boot's record."""
+             timeout_s: float | None = None, on_line=None,
+             watchers: tuple[qemu.Watcher, ...] = ()) -> BootRecord:
+    """Boot, keep everything in directory, and return the boot's record; `watchers`
+    see the console too (the padlock sweep samples the host's scheduler with one)."""
     directory.mkdir(parents=True, exist_ok=True)
     plan_path = directory / "plan.sh"
     plan_path.write_text(plan.render(steps, machine.cpus, header))
@@ -216,9 +218,9 @@ def run_boot(image: KernelImage, files: initramfs.GuestFiles, machine: qemu.Mach
                          timeout_s or boot_timeout(steps, machine), disks=tuple(disks),
                          cmdline=detector_cmdline(image.flavour, machine.accel))
     clock = StepClock()
-    watchers = (clock, _LinePrinter(on_line)) if on_line else (clock,)
+    seen = (clock, _LinePrinter(on_line)) if on_line else (clock,)
     try:
-        outcome = qemu.boot(spec, directory, watchers)
+        outcome = qemu.boot(spec, directory, seen + watchers)
     finally:
         for disk in disks:
             disk.unlink(missing_ok=True)

@@ -89,6 +89,10 @@ expression may hold one). Keys:
     timeout   seconds the step may take in the guest before it is killed (default 300)
     default   yes if it belongs to the default matrix (default: no)
     unit      what one operation is, for the report (default: op)
+    shared-inodes  how many inodes all the workers share (a hot-inode
+              workload: every worker on the same N files); the scaling model
+              queues per-inode locks over that many instances (default: the
+              workers share no inode)
 
 Every problem of a file is reported, each with its file and line; load_all
 reads every file of every folder before it gives up.
@@ -107,7 +111,7 @@ OUTPUTS = ("result-lines", "fio-json", "match", "none")
 PLACEHOLDERS = ("procs", "cpus", "dir", "tmp", "dev", "source", "fs", "prefix")
 SINGLE_KEYS = {"name", "summary", "run", "output", "fs", "procs", "windowed", "timeout",
                "default", "unit", "ops", "lock-start", "lock-end", "binaries", "packages",
-               "files"}
+               "files", "shared-inodes"}
 REQUIRED = ("name", "summary", "run", "output", "fs")
 MATCH_GROUPS = {"ops", "rate", "elapsed_s", "phase"}
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
@@ -170,6 +174,7 @@ class Workload:
     files: tuple[Declared, ...] = ()
     figure_units: tuple[tuple[str, str], ...] = ()  # (group, unit) from unit.GROUP keys
     key_lines: tuple[tuple[str, int], ...] = ()  # (key, line) of the single keys
+    shared_inodes: int | None = None  # the inodes all workers share (hot-inode workloads)
 
     def line_of(self, key: str) -> int:
         """The line that declared key (0: not declared)."""
@@ -436,6 +441,16 @@ def _check_window(lines: _Lines, windowed: bool) -> tuple[str, str]:
     return lock_start, lock_end
 
 
+def _check_shared_inodes(lines: _Lines) -> int | None:
+    lineno, shared = lines.get("shared-inodes", "")
+    if not shared:
+        return None
+    if not (shared.isdigit() and int(shared) > 0):
+        lines.fail(lineno, f"shared-inodes must be a positive number of inodes, not {shared!r}")
+        return None
+    return int(shared)
+
+
 def _check_paths(lines: _Lines, key: str) -> tuple[Declared, ...]:
     """binaries and files: absolute, or relative to the declaration's folder and inside it."""
     lineno, value = lines.get(key, "")
@@ -466,7 +481,8 @@ def parse(path: Path, text: str | None = None) -> Workload:
                        for v in lines.get("packages", "")[1].split()),
         files=_check_paths(lines, "files"),
         figure_units=tuple((k[len("unit."):], u) for k, (_, u) in lines.units.items()),
-        key_lines=tuple((key, lineno) for key, (lineno, _) in lines.values.items()))
+        key_lines=tuple((key, lineno) for key, (lineno, _) in lines.values.items()),
+        shared_inodes=_check_shared_inodes(lines))
     if lines.problems:
         raise WorkloadError(lines.problems)
     return workload

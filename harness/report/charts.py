@@ -348,7 +348,7 @@ def scaling_bands(stem: Path, title: str, ylabel: str,
                   measured: dict[str, list[tuple[float, float, float, float]]],
                   all_kernels: list[str]) -> Chart:
     """Predicted throughput against CPUs, log-log: per kernel a line (x, low, mid,
-    high) between the edges of its hand-off band, and measured points (x, y, low, high)
+    high) between the edges of its band (over the target machines), and measured points (x, y, low, high)
     with bars."""
     names = list(bands)
     blocks = []
@@ -385,7 +385,7 @@ def scaling_bands(stem: Path, title: str, ylabel: str,
                          f"lc rgb {_quote(colour)} notitle")
     if any(measured.values()):
         plots.append("NaN with yerrorbars pt 7 ps 1.1 lc rgb '#555555' title 'measured'")
-    plots.append("NaN with lines lw 1 dt 3 lc rgb '#555555' title 'hand-off band'")
+    plots.append("NaN with lines lw 1 dt 3 lc rgb '#555555' title 'band over the machines'")
     xmax = max(x for pts in bands.values() for x, *_ in pts)
     # Every bar and band edge inside the picture: a log axis has no room below zero, so
     # a bar's lower end at or below zero is drawn to the bottom edge.

@@ -340,7 +340,7 @@ class Deck:
         drawn = charts.redraw(chart.chart, self.folder / "scaling", SLIDE_STYLE, title="")
         return Page(title, [Picture([self.picture(drawn)],
                                     [chart.caption.split(":")[0] + ": predicted throughput "
-                                     "against CPUs, dotted: the hand-off band"],
+                                     "against CPUs, dotted: the band over the target machines"],
                                     text_px=CHART_PX)], self.footer)
 
     def scaling_chart(self, predicted: list[duel.Entry]) -> document.ChartBlock | None:

@@ -174,7 +174,7 @@ def test_every_problem_of_every_file_is_reported(tmp_path, guest):
         f"{tmp_path}/b.wl: missing required key 'output'",
         f"{tmp_path}/b.wl:5: unknown key 'colour' (known: binaries, default, files, fs, "
         f"lock-end, lock-start, match, match.PHASE, name, ops, output, packages, procs, run, "
-        f"summary, timeout, unit, unit.GROUP, windowed)"]
+        f"shared-inodes, summary, timeout, unit, unit.GROUP, windowed)"]
     with pytest.raises(workloads.WorkloadError) as raised:
         workloads.load_all(tmp_path)
     assert raised.value.problems == found

@@ -5,8 +5,10 @@ import gzip
 import hashlib
 import shutil
 
+import pytest
+
 from harness import host, lockorder
-from harness.boot import channel, runner
+from harness.boot import channel, measure, runner
 from harness.guest import plan, workloads
 from harness.kernels.kbuild import KernelImage
 from harness.layout import REPO_ROOT, Layout
@@ -152,3 +154,13 @@ def test_steps_after_lockdep_went_off_are_unchecked_and_a_hung_task_is_a_hang(tm
     record = runner.read_boot(folder, steps, MAINLINE)
     assert [s.status for s in record.steps] == ["warning", "unchecked", "hang"]
     assert record.status == "hang"
+
+
+def test_idle_time_of_a_window_is_read_from_its_cpustat():
+    # The CPUs' idle and I/O-wait ticks between the window's two /proc/stat lines:
+    # the time the workers were blocked (issue 25's blocked time per operation).
+    captures = REPO_ROOT / "harness" / "test_data" / "cpustat"
+    assert measure.idle_seconds((captures / "tmpfs-create-unlink.cpustat").read_text()) == 0.0
+    assert measure.idle_seconds((captures / "xfs-fstree-walk.cpustat").read_text()) == \
+        pytest.approx(0.06)
+    assert measure.idle_seconds("cpu  1 2 3\n") is None

@@ -6,7 +6,8 @@ import json
 import pytest
 
 from harness import cli
-from harness.analysis import published, queueing, scaling_inputs
+from harness.analysis import evidence, machines, published, queueing, scaling_inputs
+from harness.analysis import source_lines
 from harness.analysis import scaling_validation
 from harness.layout import default_layout
 from harness.run import tidy
@@ -114,17 +115,91 @@ def test_two_cpu_contention_is_predicted_from_one_cpu_alone(tmp_path):
     assert ratio.measured_low < ratio.measured < ratio.measured_high
 
 
-def test_published_claims_are_evaluated_with_one_knob_setting(tmp_path):
+def test_published_anchors_are_evaluated_on_every_machine(tmp_path):
     rows = mainline_rows()
     inputs = scaling_inputs.run_inputs(default_layout(), tmp_path, rows, ["mainline"])
-    outcomes = {o.claim.key: o for o in published.evaluate(inputs, 100.0, 0.4)}
-    cap = outcomes["chinner-cap"]
-    # sb_list: 2 acquisitions of H + c each cap the rate at 1 / (2 (H + c)).
-    hold = 0.01 * 20000 * 0.4
-    assert cap.model == pytest.approx(1e9 / (2 * (hold + 100.0)), rel=0.01)
-    assert cap.difference == pytest.approx(cap.model / 650_000 - 1)
-    assert outcomes["guzik-hash"].model is None  # the run has no fstree walk on ext4
-    assert all(c.source and c.published for c in published.CLAIMS)
+    # The run's case stands in for Chinner's profile (the anchor's own case is absent).
+    (case,) = inputs
+    stand_in = dataclasses.replace(case, case=evidence.Case("create-unlink", "xfs",
+                                                            "create-unlink"))
+    outcomes = {o.anchor.key: o for o in published.evaluate([stand_in])}
+    plateau = outcomes["chinner-plateau"]
+    assert set(plateau.values) == {m.key for m in machines.MACHINES}
+    for m in machines.MACHINES:
+        # sb_list: 2 acquisitions, queued sections of H + t (1 + W + s) cap the rate at
+        # 1 / (2 S(2)); the plateau lies between that and the found-free rate.
+        lock = next(lock for lock in stand_in.machine_profile(m.ns_per_insn).locks
+                    if lock.name == "sb_list")
+        queued = lock.service_ns(2, 256, m.at(256))
+        free = lock.service_ns(1, 256, m.at(256))
+        assert 1e9 / (2 * queued) * 0.99 <= plateau.values[m.key] <= 1e9 / (2 * free) * 1.01
+    assert plateau.band == (min(plateau.values.values()), max(plateau.values.values()))
+    assert plateau.holds == any(plateau.anchor.low <= v <= plateau.anchor.high
+                                for v in plateau.values.values())
+    assert outcomes["guzik-ratio"].values == {} and outcomes["guzik-ratio"].holds is None
+    long = outcomes["long-add"]  # the four-socket machine decides Long's anchors
+    assert long.anchor.machine == "4s" and long.values == {} and long.holds is None
+    assert all(a.source and a.published and a.low < a.published < a.high
+               and a.why_profile for a in published.ANCHORS)
+    source, before = published.before()
+    assert "issue 14" in source and before["chinner-plateau"].model > 0
+
+
+def test_guzik_setup_adds_the_eviction_and_the_cold_chain():
+    profile = queueing.Profile(5000.0, (
+        queueing.Lock("hash", 2.0, 20.0), queueing.Lock("sb_list", 1.0, 5.0,
+                                                        lines_from_previous=1.0)))
+    before, outside_before = published.guzik_profile(profile, after=False)
+    after, outside_after = published.guzik_profile(profile, after=True)
+    hb = next(lock for lock in before.locks if lock.name == "hash")
+    ha = next(lock for lock in after.locks if lock.name == "hash")
+    chain = published.GUZIK_CACHED / published.GUZIK_BUCKETS
+    assert hb.acquisitions_per_op == 3 and ha.acquisitions_per_op == 2
+    assert hb.cold_lines == pytest.approx((chain + 1 + 0 + 2) / 3)
+    assert ha.cold_lines == pytest.approx(1.0) and outside_before == 0
+    assert outside_after == pytest.approx(chain + 1)
+    sb = next(lock for lock in before.locks if lock.name == "sb_list")
+    assert sb.acquisitions_per_op == 2 and sb.inside == "hash" and sb.inside_share == 0.5
+
+
+def test_line_rows_replace_the_source_counts_and_nest():
+    rows = mainline_rows() + [
+        row("mainline", "perf", "tcg-cs", 1, 1, "", "instructions_per_op", 16000.0),
+        row("mainline", "perf", "tcg-cs", 1, 1, "sb_list", "cs_instructions_per_acq", 80.0),
+        row("mainline", "perf", "tcg-cs", 1, 1, "sb_list", "cs_lines_from_previous_per_acq",
+            2.5),
+        row("mainline", "perf", "tcg-cs", 1, 1, "sb_list", "cs_lockword_line_written_share",
+            0.5),
+        row("mainline", "perf", "tcg-cs", 1, 1, "sb_list", "cs_cold_lines_per_acq", 1.25),
+        row("mainline", "perf", "tcg-cs", 1, 1, "sb_list", "cs_inside_share.i_lock", 0.5),
+        row("mainline", "perf", "tcg-cs", 1, 1, "i_lock", "cs_instructions_per_acq", 40.0)]
+    inputs = scaling_inputs.case_inputs(default_layout(), rows, {}, "mainline", CASE)
+    roles = {r.role: r for r in inputs.roles}
+    assert roles["sb_list"].counted == scaling_inputs.LineCounts(2.5, 0.5, 1.25,
+                                                               scaling_inputs.CS_LINES)
+    # i_lock has no line rows: the hand count from the source, labelled.
+    assert roles["i_lock"].counted.source == scaling_inputs.SOURCE_LINES
+    assert roles["i_lock"].counted.from_previous == source_lines.I_LOCK.from_previous
+    locks = {lock.name: lock for lock in inputs.machine_profile(0.5).locks}
+    assert (locks["sb_list"].lines_from_previous, locks["sb_list"].cold_lines) == (2.5, 1.25)
+    assert (locks["sb_list"].inside, locks["sb_list"].inside_share) == ("i_lock", 0.5)
+    # Half the sb list sections run inside i_lock's: their 40 ns are counted once.
+    profile = inputs.machine_profile(0.5)
+    assert profile.think_ns == pytest.approx(8000 - 2 * 40 * 0.5 - 8 * 20)
+    debug = {lock.name: lock for lock in inputs.debug_profile().locks}
+    assert debug["sb_list"].lines_from_previous == 0  # emulated time: no line costs
+
+
+def test_blocked_time_and_shared_inodes_reach_the_profile(tmp_path):
+    rows = mainline_rows() + [row("mainline", "perf", "tcg", 1, 1, "", "blocked_ns_per_op",
+                                  3000.0, unit="ns")]
+    inputs = scaling_inputs.case_inputs(default_layout(), rows, {}, "mainline", CASE)
+    assert inputs.blocked_ns_per_op == 3000.0
+    profile = inputs.machine_profile(0.5)
+    assert profile.blocked_ns == 3000.0
+    assert queueing.solve(profile, 1).at(1).ops_per_s == pytest.approx(1e9 / 13000)
+    hot = dataclasses.replace(inputs, shared_inodes=2).machine_profile(0.5)
+    assert hot.shared_inodes == 2 and any(lock.name == "i_lock" for lock in hot.queued)
 
 
 def test_predict_command_on_a_run_and_on_a_profile(tmp_path, capsys):
@@ -136,13 +211,25 @@ def test_predict_command_on_a_run_and_on_a_profile(tmp_path, capsys):
     (case,) = out["cases"]
     assert case["kernel"] == "mainline" and case["cpus"] == [1, 2, 64]
     assert case["bottleneck"] == "sb_list" and "prediction" in out["knobs"]["note"]
+    assert set(case["machines"]) == {m.key for m in machines.MACHINES}
+    assert case["checks"] == {} and case["machine"] == machines.DEFAULT
     assert case["inputs"]["instructions_source"] == scaling_inputs.FALLBACK_INSN
+    assert case["inputs"]["lines_source"] == scaling_inputs.SOURCE_LINES
+    low, high = case["ops_per_s_band"][2]
+    assert low <= case["ops_per_s"][2] <= high
     profile = tmp_path / "p.json"
     profile.write_text(json.dumps(case["profile"]))
     assert cli.main(["predict", "--profile", str(profile), "--cpus", "1", "2", "64",
-                     "--json"]) == 0
+                     "--machine", machines.DEFAULT, "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["ops_per_s"] == pytest.approx(case["ops_per_s"])
+    # A profile of issue 14's format (no lines, no machine): t 100 ns, m 100 ns.
+    profile.write_text('{"think_ns": 9000, "locks": [{"name": "x", "acquisitions_per_op": 2, '
+                       '"hold_ns": 50}]}')
+    assert cli.main(["predict", "--profile", str(profile), "--cpus", "1,64", "--json"]) == 0
+    old = json.loads(capsys.readouterr().out)
+    assert old["ops_per_s"][0] == pytest.approx(1e9 / 9100)
+    assert old["ops_per_s"][1] <= 1e9 / (2 * 50 + 2 * 100) * 1.0001
     profile.write_text('{"think_ns": 5, "locks": [{"name": "x", "acquisitions_per_op": 1}]}')
     assert cli.main(["predict", "--profile", str(profile), "--json"]) == 1
     assert f"{profile}: locks[0].hold_ns: missing" in capsys.readouterr().err
@@ -157,3 +244,12 @@ def test_a_manual_boot_is_known_by_its_image_folder(tmp_path):
     assert scaling_inputs.boot_kernel(boot) == ("mainline", "debug")
     (boot / "summary.json").write_text(json.dumps({"image": "/somewhere/odd"}))
     assert scaling_inputs.boot_kernel(boot) is None
+
+
+def test_the_workload_declaration_says_how_many_inodes_the_workers_share(tmp_path):
+    layout = dataclasses.replace(default_layout(), repo=tmp_path)
+    (tmp_path / "workloads").mkdir()
+    (tmp_path / "workloads" / "hot.wl").write_text(
+        "name = hot\nsummary = s\nrun = true\noutput = none\nfs = tmpfs\nshared-inodes = 4\n")
+    assert scaling_inputs._shared_inodes(layout, "hot") == 4
+    assert scaling_inputs._shared_inodes(layout, "absent") is None

@@ -150,7 +150,7 @@ def test_the_scaling_slide_takes_the_reports_prediction(run):
     # The report's chart, drawn again in the slide's large type.
     (picture,) = page.parts
     assert picture.captions == ["create-unlink on tmpfs: predicted throughput against CPUs, "
-                                "dotted: the hand-off band"]
+                                "dotted: the band over the target machines"]
     assert picture.paths == [deck.folder / "scaling.svg"]
     assert f"DejaVu Sans,{slides.CHART_PX}" in (deck.folder / "scaling.gp").read_text()
 

@@ -31,6 +31,9 @@ def test_good_declaration(tmp_path):
     assert w.procs_for(1) == [1]
     assert w.command(procs=2, cpus=2, fs="ext4", dev="/dev/vda", prefix="/tmp/s01") == \
         "createunlink -p 2 -n 10 -L /tmp/s01 /mnt/work"
+    assert w.shared_inodes is None
+    hot = workloads.parse(write(tmp_path, GOOD + "shared-inodes = 4\n"))
+    assert hot.shared_inodes == 4  # the scaling model queues per-inode locks over 4
 
 
 @pytest.mark.parametrize("change, message", [
@@ -101,6 +104,7 @@ def test_ops_names_the_operations_of_a_silent_program(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     (GOOD + "colour = blue\n", "demo.wl:8: unknown key 'colour'"),
+    (GOOD + "shared-inodes = 0\n", "demo.wl:8: shared-inodes must be a positive number"),
     (GOOD.replace("output = result-lines", "output = match"),
      "demo.wl:4: output = match needs at least one 'match' key"),
     (GOOD + "match = (?P<ops>\\d+\n", "demo.wl:8: match: not a regular expression"),

@@ -643,12 +643,36 @@ static const char *lsw_dir(const struct copts *o)
 	return is_guest() ? "/proc" : NULL;
 }
 
+/*
+ * The first line of /proc/stat (CPU time by kind, all CPUs) when the window
+ * opened: with the line at its end it tells how long the CPUs were idle, the
+ * time the workers spent blocked (wall minus CPU), per window.
+ */
+static char lsw_cpu_begin[512];
+
+static void read_cpu_line(const char *dir, char *line, size_t size)
+{
+	char src[4096];
+	FILE *f;
+
+	line[0] = '\0';
+	snprintf(src, sizeof(src), "%s/stat", dir);
+	f = fopen(src, "r");
+	if (!f)
+		return;
+	if (!fgets(line, size, f))
+		line[0] = '\0';
+	fclose(f);
+}
+
 void lsw_begin(const struct copts *o)
 {
 	const char *d = lsw_dir(o);
 	char src[4096];
 	int i;
 
+	if (d)
+		read_cpu_line(d, lsw_cpu_begin, sizeof(lsw_cpu_begin));
 	for (i = 0; d && i < 2; i++) {
 		snprintf(src, sizeof(src), "%s/%s", d, lsw_name[i]);
 		/* Only debug kernels (or some series) have them. */
@@ -703,6 +727,19 @@ void lsw_end(const struct copts *o, const char *phase)
 		snprintf(to, sizeof(to), "%s.%s.%s", o->lsprefix, phase,
 			 lsw_ext[i]);
 		copy_file(src, to);
+	}
+	if (d && lsw_cpu_begin[0]) {
+		char end[512];
+		FILE *f;
+
+		read_cpu_line(d, end, sizeof(end));
+		snprintf(to, sizeof(to), "%s.%s.cpustat", o->lsprefix, phase);
+		f = fopen(to, "w");
+		if (!f)
+			fail("create %s", to);
+		fprintf(f, "%s%s", lsw_cpu_begin, end);
+		if (fclose(f))
+			fail("close %s", to);
 	}
 }
 

@@ -52,7 +52,10 @@ emit_text() { # emit_text NAME TEXT
 CSMARK=
 grep -qw inode_duel_cs=1 /proc/cmdline 2>/dev/null && CSMARK=1
 
+# The first line of /proc/stat at a window's start and end: the CPUs' idle
+# time between them is the time the workers were blocked (wall minus CPU).
 lockstat_reset() {
+	CPU_BEGIN=$(head -n 1 /proc/stat)
 	[ -w /proc/lock_stat ] && echo 0 > /proc/lock_stat
 	[ -w /proc/icache_retries ] && echo 0 > /proc/icache_retries
 	[ -n "$CSMARK" ] && csmark begin
@@ -61,6 +64,7 @@ lockstat_reset() {
 
 lockstat_save() { # lockstat_save PREFIX
 	[ -n "$CSMARK" ] && csmark end "${1##*/}"
+	{ echo "$CPU_BEGIN"; head -n 1 /proc/stat; } > "$1.cpustat"
 	[ -r /proc/lock_stat ] && cat /proc/lock_stat > "$1.lock_stat"
 	[ -r /proc/icache_retries ] && cat /proc/icache_retries > "$1.retries"
 	return 0
@@ -169,7 +173,8 @@ run_step() {
 	[ -f "$HARNESS_DIR/$id.timedout" ] && timedout=1
 	[ "$window" = harness ] && lockstat_save "$HARNESS_DIR/$id.all"
 	for f in "$HARNESS_DIR/$id.out" "$HARNESS_DIR/$id.err" "$HARNESS_DIR/$id.window" \
-		"$HARNESS_DIR/$id".*.lock_stat "$HARNESS_DIR/$id".*.retries "$HARNESS_DIR/$id".*.json; do
+		"$HARNESS_DIR/$id".*.lock_stat "$HARNESS_DIR/$id".*.retries \
+		"$HARNESS_DIR/$id".*.cpustat "$HARNESS_DIR/$id".*.json; do
 		[ -f "$f" ] && emit "${f#"$HARNESS_DIR"/}" "$f"
 	done
 	rm -f "$HARNESS_DIR/$id".*
