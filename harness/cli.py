@@ -165,6 +165,12 @@ def boot_summary(record: runner.BootRecord) -> dict:
                 item[f"{fig.phase} {fig.lock} acquisitions/op"] = round(fig.value, 3)
             elif fig.metric in ("cs_instructions_per_acq", "instructions_per_op"):
                 item[f"{fig.phase} {fig.lock or 'all'} {fig.metric}"] = round(fig.value, 1)
+            elif fig.metric in ("shared.acquisitions_per_op", "per-inode.acquisitions_per_op"):
+                item[f"{fig.phase} {fig.metric.split('.')[0]} acquisitions/op"] = \
+                    round(fig.value, 3)
+            elif fig.metric.startswith("retries.") and fig.metric.endswith("_per_op") \
+                    and fig.value:
+                item[f"{fig.phase} {fig.metric[8:-7]} {fig.unit}"] = round(fig.value, 5)
         if outcome.numbers and outcome.numbers.error:
             item["error"] = outcome.numbers.error
         if outcome.numbers and outcome.numbers.note:

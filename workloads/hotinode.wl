@@ -1,0 +1,40 @@
+# A hot inode: its reference count, where the designs disagree most plainly.
+# piggin's i_refs is a plain count under i_lock, so every reference taken and
+# dropped takes the inode's i_lock; 6.1 and chinner keep the atomic i_count
+# and drop a reference without the lock unless it is the last. All workers
+# pick among the same 4 files, so that per-inode lock is one they share.
+# Phases, 1000 operations per worker each:
+# - path: open, fstat, close by name. No reference count moves in any design
+#   (the file pins the dentry): the control, bounding the difference at zero.
+# - handle: open_by_handle_at, fstat, close: a lookup in the inode cache and a
+#   reference taken and dropped per open. On ext4 piggin's find_inode_fast
+#   trylocks the hot inode's i_lock under the hash bucket lock and, when a
+#   worker holds it, drops the bucket lock and starts again (counter
+#   hash_find_fast): the retries land on the shared bucket lock. On XFS (its
+#   own inode cache, igrab) only the i_refs difference remains.
+# - write-vs-sync: open_by_handle_at for writing, a 1-byte pwrite, close,
+#   while another process calls syncfs in a loop. Each redirty takes i_lock
+#   and the writeback list lock (nested in piggin; chinner drops i_lock and
+#   re-takes the list lock first: counter wb_list_relock); the flusher's
+#   walks of the dirty lists trylock the writers' inodes in piggin and retry
+#   (wb_queue_io, wb_sb_inodes). tmpfs has no writeback: there only the
+#   write and the references remain.
+# - recreate: create and unlink a file of the worker's own in the one hot
+#   directory. ext4 hands a freed inode number straight back, often to
+#   another worker, whose new inode meets the old one in the hash while it
+#   is still being evicted; piggin's insert_inode_locked trylocks it under
+#   the bucket lock and retries (hash_insert).
+# tmpfs decodes handles with ilookup5 (find_inode: piggin trylocks every
+# inode of the superblock in the chain, counter hash_find), ext4 with
+# iget_locked (find_inode_fast: only the match). XFS (its own inode cache)
+# would add the reference count alone, which anonstorm shows already.
+name     = hotinode
+summary  = every worker opens the same 4 files 1000 times by name, by handle (a reference taken and dropped per open), by handle for a 1-byte write beside a syncfs loop, then creates and unlinks 1000 files in their directory
+run      = hotinode -p {procs} -k 4 -r 250 -s -L {prefix} {dir}
+output   = result-lines
+fs       = tmpfs ext4
+windowed = yes
+timeout  = 120
+unit     = op
+default  = yes
+count-boots = yes
