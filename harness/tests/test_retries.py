@@ -5,6 +5,7 @@ import re
 import pytest
 
 from harness import retries
+from harness.boot import measure
 from harness.layout import REPO_ROOT
 
 # The name tables of the counters in the series' patches: piggin's
@@ -32,3 +33,28 @@ def test_kinds_are_known_and_units_carry_them():
     assert retries.unit_of("sb_list_gp_wait") == "wait"
     assert retries.unit_of("never_heard_of") == "count"
     assert retries.counter("never_heard_of") is None
+
+
+# Captured 2026-12-06: `python3 -m harness boot piggin|chinner --flavour debug --cpus 2
+# --workloads hotinode`, the write-vs-sync window of hotinode/ext4/p2 (2000 writes).
+CAPTURED = REPO_ROOT / "harness" / "test_data" / "retries"
+
+
+def test_retry_figures_of_captured_windows_keep_each_counter_and_its_kind():
+    piggin = measure._retries(
+        (CAPTURED / "captured-piggin-debug-2cpu-hotinode-ext4-write-vs-sync.retries").read_text())
+    chinner = measure._retries(
+        (CAPTURED / "captured-chinner-debug-2cpu-hotinode-ext4-write-vs-sync.retries").read_text())
+    assert set(piggin) == {c.name for c in retries.COUNTERS.values()
+                           if c.series == "piggin" and not c.name.startswith("sb_walk_")
+                           and c.name != "iput_global"}
+    assert set(chinner) == {c.name for c in retries.COUNTERS.values() if c.series == "chinner"}
+    assert piggin["wb_queue_io"] > 0 and chinner["wb_list_relock"] > 0
+    figures = {f.metric: f for f in measure._retry_figures("write-vs-sync", piggin, 2000, "op")}
+    queue_io = figures["retries.wb_queue_io_per_op"]
+    assert queue_io.value == piggin["wb_queue_io"] / 2000
+    assert queue_io.unit == "trylock-retry per op"
+    assert figures["retries.sb_list_gp_wait"].unit == "wait"
+    relock = measure._retry_figures("write-vs-sync", chinner, 2000, "op")
+    assert {f.unit for f in relock if f.metric == "retries.wb_list_relock_per_op"} == \
+        {"relock per op"}
