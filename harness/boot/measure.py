@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness import retries as retry_counters
+from harness.analysis import retry_counters
 from harness.lockorder import PER_INODE, SHARED, SHARING, LockOrder, RoleTotals
 from harness.boot import channel
 from harness.parsers import fio, lockstat, workload_output
@@ -294,11 +294,13 @@ def _phase_figures(step: Step, phase: PhaseOps) -> list[Figure]:
 
 
 def _retry_figures(phase: str, counts: dict[str, int], ops: int, unit: str) -> list[Figure]:
-    """Each counter on its own, its kind as its unit (harness/retries.py): a trylock
-    retry, a relock and a wait are different prices, never added up."""
+    """Each counter on its own, its kind as its unit (analysis/retry_counters.py): a
+    trylock retry, a relock and a wait are different prices, never added up. A
+    counter the catalogue does not know keeps the plain unit 'count'."""
     out = []
     for name, count in counts.items():
-        kind = retry_counters.unit_of(name)
+        known = retry_counters.COUNTERS.get(name)
+        kind = known.kind if known else "count"
         out.append(Figure(phase, "", f"retries.{name}", count, kind))
         if ops:
             out.append(Figure(phase, "", f"retries.{name}_per_op", count / ops,

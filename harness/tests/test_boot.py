@@ -139,7 +139,7 @@ def test_kernel_parameters_and_count_boots_in_a_real_compare(built, tmp_path):
     layout, _, _ = built
     layout = dataclasses.replace(layout, results=tmp_path / "results")
     create = workloads.load_all(layout.workloads)["create-unlink"]
-    crowded = workloads.parse(TEST_WORKLOADS / "crowded.wl")
+    crowded = workloads.parse(REPO_ROOT / "harness" / "test_data" / "cmdline" / "crowded.wl")
     wanted = matrix.Matrix(kernels=["mainline"], cpus=[1], workloads=[create, crowded],
                            repeat=0, flavours=("debug",), count_cpus=(2,))
     result = compare.run(layout, wanted, tmp_path / "run", accel="tcg")

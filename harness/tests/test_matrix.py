@@ -164,9 +164,9 @@ def test_sanitize_cells_under_tcg_are_keyed_on_their_hang_detector_thresholds(tm
 
 
 def _declared(tmp_path, name, extra):
-    text = (REPO_ROOT / "workloads" / "create-unlink.wl").read_text().replace(
+    text = (shipped.FOLDER / "create-unlink.wl").read_text().replace(
         "name     = create-unlink", f"name     = {name}")
-    return workloads.parse(tmp_path / f"{name}.wl", text + extra)
+    return shipped.workloads.parse(tmp_path / f"{name}.wl", text + extra)
 
 
 def test_count_boots_are_debug_only_and_run_only_the_workloads_that_ask(tmp_path):

@@ -96,7 +96,7 @@ def test_qemu_command_has_the_result_port_disks_and_accelerator(tmp_path):
 
 
 def test_one_boot_gives_its_steps_one_kernel_command_line(tmp_path):
-    text = (REPO_ROOT / "workloads" / "create-unlink.wl").read_text()
+    text = (shipped.FOLDER / "create-unlink.wl").read_text()
     plain = workloads.parse(tmp_path / "create-unlink.wl", text)
     crowded = workloads.parse(tmp_path / "create-unlink.wl", text + "cmdline = ihash_entries=16\n")
     assert plan.kernel_cmdline(plan.make_steps([(crowded, "tmpfs", 1), (crowded, "ext4", 2)])) \
