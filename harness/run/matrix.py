@@ -97,7 +97,10 @@ class Matrix:
     repeat: int = 3  # perf boots per kernel and vCPU count, kernels interleaved
     debug_repeat: int = 1  # debug and sanitize boots: lock counts are exact, one settles them
     icount_repeat: int = 2  # 1-vCPU -icount perf boots per kernel (single-thread cost)
-    cs_repeat: int = 3  # 1-vCPU tcg-cs boots per kernel (critical-section lengths)
+    # 1-vCPU tcg-cs boots per kernel (critical-section lengths; cache lines in the
+    # first): two, since their counts repeat within 0.04% from boot to boot (NOTES,
+    # tcg-cs) and a third cost a minute of the default run (NOTES, issue 24)
+    cs_repeat: int = 2
     flavours: tuple[str, ...] = DEFAULT_FLAVOURS
     max_reruns: int = 2  # of a timed step disturbed by a busy host
     # the kernels' order in each round of timed boots; a new one per run, kept
