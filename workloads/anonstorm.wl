@@ -12,5 +12,6 @@ fs       = tmpfs
 windowed = yes
 timeout  = 60
 unit     = create+close
+shared-inodes = 1
 default  = yes
 count-boots = yes

@@ -37,5 +37,8 @@ fs       = ext4
 windowed = yes
 timeout  = 120
 unit     = op
+# For the scaling model: the path, handle and write phases share 4 inodes
+# (recreate shares their directory, whose i_lock it takes too).
+shared-inodes = 4
 default  = yes
 count-boots = yes
