@@ -12,6 +12,8 @@
 # REPEAT (perf boots per kernel and vCPU count), DEBUG_REPEAT, ICOUNT_REPEAT,
 # CS_REPEAT (tcg-cs boots per kernel: critical-section lengths; 0 skips them),
 # ORDER_SEED (the kernels' order in each round of timed boots; the manifest keeps it),
+# COUNT_CPUS (vCPUs of the debug-only count boots of the workloads that ask for
+# them, never timed; default 4; none skips them),
 # WORKLOADS, FLAVOURS, BASELINE, FULL=1 (all workloads, REPEAT=5,
 # ICOUNT_REPEAT=3), V=1 (echo the guest console), IMAGES=DIR (kernel images
 # from another build folder or a shared cache), NO_BUILD=1 (never build a
@@ -30,6 +32,7 @@ DEBUG_REPEAT ?=
 ICOUNT_REPEAT ?=
 CS_REPEAT ?=
 ORDER_SEED ?=
+COUNT_CPUS ?=
 WORKLOADS ?=
 FLAVOURS ?=
 RUN_DIR ?=
@@ -66,6 +69,7 @@ COMPARE_KNOBS = $(strip $(if $(KERNELS),--kernels $(KERNELS)) $(if $(CPUS),--cpu
 	$(if $(REPEAT),--repeat $(REPEAT)) $(if $(DEBUG_REPEAT),--debug-repeat $(DEBUG_REPEAT)) \
 	$(if $(ICOUNT_REPEAT),--icount-repeat $(ICOUNT_REPEAT)) $(if $(FULL),--full) \
 	$(if $(CS_REPEAT),--cs-repeat $(CS_REPEAT)) $(if $(ORDER_SEED),--order-seed $(ORDER_SEED)) \
+	$(if $(COUNT_CPUS),--count-cpus $(COUNT_CPUS)) \
 	$(if $(WORKLOADS),--workloads $(WORKLOADS)) \
 	$(if $(FLAVOURS),--flavours $(FLAVOURS)) $(if $(BASELINE),--baseline $(BASELINE)) \
 	$(if $(RUN_DIR),--run-dir $(RUN_DIR)) $(if $(V),-v) $(if $(IMAGES),--images $(IMAGES)) \

@@ -99,7 +99,8 @@ def _layout(args):
 
 
 def cmd_boot(args) -> int:
-    """One boot of one kernel with chosen workloads; prints the boot's record."""
+    """One boot of one kernel with chosen workloads; prints the boot's record.
+    Workloads that declare kernel parameters boot apart (a folder each)."""
     layout = _layout(args)
     known = workloads.load_all(layout.workloads)
     chosen = workloads.select(known, " ".join(args.workloads))
@@ -115,16 +116,25 @@ def cmd_boot(args) -> int:
     files = initramfs.prepare(layout, chosen)
     items = [(w, fs, p) for w in chosen for fs in (args.fs or w.filesystems)
              for p in ([args.procs] if args.procs else w.procs_for(args.cpus))]
-    steps = plan.make_steps(items)
     out = Path(args.out) if args.out else layout.boot_dir(
         f"{time.strftime('%Y%m%d-%H%M%S')}-{slug(args.kernel)}-{args.flavour}-"
         f"{tcg_cs.mode_of(args.cpus) if args.cs else 'manual'}")
+    status = 0
+    for cmdline, group in plan.by_cmdline(items).items():
+        folder = out.with_name(f"{out.name}-{plan.cmdline_slug(cmdline)}") if cmdline else out
+        status |= _boot_once(args, layout, image, files, order, plan.make_steps(group), folder)
+    return status
+
+
+def _boot_once(args, layout, image: kbuild.KernelImage, files: initramfs.GuestFiles,
+               order: lockorder.LockOrder, steps: list[plan.Step], out: Path) -> int:
     machine = (tcg_cs.machine(layout, image, out, order, args.cpus) if args.cs
                else qemu.Machine(args.accel, args.cpus, icount=args.icount,
                                  poll_idle=args.icount))
+    cmdline = plan.kernel_cmdline(steps)
     progress.say(f"booting {args.kernel}/{args.flavour} on {args.cpus} vCPUs "
-                 f"({args.accel}{', icount' if args.icount else ''}): {len(steps)} steps, "
-                 f"folder {out}")
+                 f"({args.accel}{', icount' if args.icount else ''}"
+                 f"{', ' + cmdline if cmdline else ''}): {len(steps)} steps, folder {out}")
     record = runner.run_boot(image, files, machine, steps, out, "manual boot", order,
                              timeout_s=args.timeout,
                              on_line=(lambda line: print(line, file=sys.stderr))
@@ -155,6 +165,12 @@ def boot_summary(record: runner.BootRecord) -> dict:
                 item[f"{fig.phase} {fig.lock} acquisitions/op"] = round(fig.value, 3)
             elif fig.metric in ("cs_instructions_per_acq", "instructions_per_op"):
                 item[f"{fig.phase} {fig.lock or 'all'} {fig.metric}"] = round(fig.value, 1)
+            elif fig.metric in ("shared.acquisitions_per_op", "per-inode.acquisitions_per_op"):
+                item[f"{fig.phase} {fig.metric.split('.')[0]} acquisitions/op"] = \
+                    round(fig.value, 3)
+            elif fig.metric.startswith("retries.") and fig.metric.endswith("_per_op") \
+                    and fig.value:
+                item[f"{fig.phase} {fig.metric[8:-7]} {fig.unit}"] = round(fig.value, 5)
         if outcome.numbers and outcome.numbers.error:
             item["error"] = outcome.numbers.error
         if outcome.numbers and outcome.numbers.note:
@@ -184,6 +200,8 @@ def cmd_compare(args) -> int:
     knobs.pop("workloads", None)
     if args.flavours:
         knobs["flavours"] = tuple(_split(args.flavours))
+    if args.count_cpus:
+        knobs["count_cpus"] = tuple(int(c) for c in _split(args.count_cpus) if c != "none")
     chosen = workloads.select(known, spec)
     kernels = (series.expand_names(layout, _split(args.kernels)) if args.kernels
                else existing_kernels(layout))
@@ -402,6 +420,10 @@ def _add_compare(sub) -> None:
                    help="seed of the kernels' order in each round of timed boots "
                         "(default: a new one, kept in the manifest)")
     p.add_argument("--flavours", nargs="*", default=[])
+    p.add_argument("--count-cpus", nargs="*", default=[],
+                   help="vCPUs of the debug-only count boots of the workloads with "
+                        f"count-boots = yes (default: {' '.join(map(str, matrix.COUNT_CPUS))}; "
+                        "none: no count boots)")
     p.add_argument("--full", action="store_true",
                    help="every workload, more boots: " + ", ".join(
                        f"{k}={v}" for k, v in matrix.FULL.items()))

@@ -40,6 +40,16 @@ from harness.parsers.lockstat import LockClass
 
 ROLES = ("global", "hash", "sb_list", "i_lock", "lru", "wb")
 
+# What the duel is about, per role: a lock many inodes share (the global lock,
+# the hash, the sb, LRU and writeback lists: the workers of a workload meet
+# one instance or a few of them, whatever files they use) or one per inode
+# (i_lock: workers meet on it only when they use the same inode, a hot inode
+# or the one anon inode). Every series' lock-scope file agrees: i_lock is its
+# only per-inode role (harness/tests/test_lockscope.py holds them to it).
+SHARED, PER_INODE = "shared", "per-inode"
+SHARING = {"global": SHARED, "hash": SHARED, "sb_list": SHARED, "i_lock": PER_INODE,
+           "lru": SHARED, "wb": SHARED}
+
 # Class-name patterns (fnmatch, '#N' and '/N' suffixes stripped) per role;
 # a lock-order file may add its own.
 DEFAULT_PATTERNS: dict[str, tuple[str, ...]] = {

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Kinds, in the order the report lists them: what one increment means.
-# The kinds' names are those of the tidy rows' units (harness/retries.py on the
-# duel-workloads branch: "trylock-retry per open").
+# The kinds' names are those of the tidy rows' units (boot/measure.py: a counter's
+# rows have unit "trylock-retry", per op "trylock-retry per open").
 KINDS = {
     "trylock-retry": "a trylock failed; the locks held were dropped and the walk or lookup "
                      "tried again",

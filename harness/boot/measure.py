@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.lockorder import LockOrder, RoleTotals
+from harness.analysis import retry_counters
+from harness.lockorder import PER_INODE, SHARED, SHARING, LockOrder, RoleTotals
 from harness.boot import channel
 from harness.parsers import fio, lockstat, workload_output
 from harness.guest.plan import Step
@@ -256,8 +257,10 @@ def step_numbers(step: Step, received: channel.Received, order: LockOrder) -> St
         if text is not None:
             dump = lockstat.parse(text)
             valid = dump.valid if valid is None else (valid and dump.valid)
-            for role in order.totals_by_role(dump.classes):
+            roles = order.totals_by_role(dump.classes)
+            for role in roles:
                 figures += _lock_figures(phase, role, ops)
+            figures += _sharing_figures(phase, roles, ops)
         cpustat = received.text(f"{step.id}.{window_name}.cpustat")
         idle = idle_seconds(cpustat) if cpustat is not None else None
         if idle is not None:
@@ -267,11 +270,7 @@ def step_numbers(step: Step, received: channel.Received, order: LockOrder) -> St
                 figures.append(Figure(phase, "", "blocked_ns_per_op", idle * 1e9 / ops, "ns"))
         retries = received.text(f"{step.id}.{window_name}.retries")
         if retries is not None:
-            for name, count in _retries(retries).items():
-                figures.append(Figure(phase, "", f"retries.{name}", count, "count"))
-                if ops:
-                    figures.append(Figure(phase, "", f"retries.{name}_per_op", count / ops,
-                                          f"per {workload.unit}"))
+            figures += _retry_figures(phase, _retries(retries), ops, workload.unit)
     lockdep_on = {"1": True, "0": False}.get(status.get("debug_locks", ""))
     return StepNumbers(exit_code, status.get("timedout") == "1", tuple(figures), valid, error,
                        lockdep_on, "; ".join(notes))
@@ -291,6 +290,44 @@ def _phase_figures(step: Step, phase: PhaseOps) -> list[Figure]:
     units = dict(workload.figure_units)
     out += [Figure(phase.name, "", key, value, units.get(key) or workload_output.unit_of(key))
             for key, value in phase.extra.items()]
+    return out
+
+
+def _retry_figures(phase: str, counts: dict[str, int], ops: int, unit: str) -> list[Figure]:
+    """Each counter on its own, its kind as its unit (analysis/retry_counters.py): a
+    trylock retry, a relock and a wait are different prices, never added up. A
+    counter the catalogue does not know keeps the plain unit 'count'."""
+    out = []
+    for name, count in counts.items():
+        known = retry_counters.COUNTERS.get(name)
+        kind = known.kind if known else "count"
+        out.append(Figure(phase, "", f"retries.{name}", count, kind))
+        if ops:
+            out.append(Figure(phase, "", f"retries.{name}_per_op", count / ops,
+                              f"{kind} per {unit}"))
+    return out
+
+
+# Lock figures summed over the roles of one kind of sharing (lockorder.SHARING).
+# Hold times are left out: lockdep's bookkeeping inflates them many times.
+SHARING_METRICS = ("acquisitions", "contentions", "waittime_total", "acq_bounces")
+
+
+def _sharing_figures(phase: str, roles: list[RoleTotals], ops: int) -> list[Figure]:
+    """Shared and per-inode locks of a window: metrics 'shared.acquisitions_per_op',
+    'per-inode.contentions', ... (lock column empty: these are no role)."""
+    out = []
+    for sharing in (SHARED, PER_INODE):
+        members = [r for r in roles if SHARING[r.role] == sharing]
+        for metric in SHARING_METRICS:
+            total = sum(getattr(r, f"{metric}_us" if metric == "waittime_total" else metric)
+                        for r in members)
+            unit = "us" if metric == "waittime_total" else "count"
+            out.append(Figure(phase, "", f"{sharing}.{metric}", total, unit))
+            if ops:
+                name = "waittime_per_op" if metric == "waittime_total" else f"{metric}_per_op"
+                out.append(Figure(phase, "", f"{sharing}.{name}", total / ops,
+                                  "us/op" if unit == "us" else "per op"))
     return out
 
 

@@ -210,13 +210,16 @@ def run_boot(image: KernelImage, files: initramfs.GuestFiles, machine: qemu.Mach
              watchers: tuple[qemu.Watcher, ...] = ()) -> BootRecord:
     """Boot, keep everything in directory, and return the boot's record; `watchers`
     see the console too (the padlock sweep samples the host's scheduler with one)."""
+    # Mixed kernel parameters are refused before anything is written.
+    cmdline = " ".join(filter(None, [detector_cmdline(image.flavour, machine.accel),
+                                     plan.kernel_cmdline(steps)]))
     directory.mkdir(parents=True, exist_ok=True)
     plan_path = directory / "plan.sh"
     plan_path.write_text(plan.render(steps, machine.cpus, header))
     disks = initramfs.scratch_disks(files, {s.fs for s in steps}, directory)
     spec = qemu.BootSpec(image.bzimage, files.initramfs, plan_path, machine,
                          timeout_s or boot_timeout(steps, machine), disks=tuple(disks),
-                         cmdline=detector_cmdline(image.flavour, machine.accel))
+                         cmdline=cmdline)
     clock = StepClock()
     seen = (clock, _LinePrinter(on_line)) if on_line else (clock,)
     try:

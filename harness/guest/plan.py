@@ -6,6 +6,7 @@ guest/rootfs/inode-duel.sh. One boot runs several steps to save boot time.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -27,6 +28,37 @@ class Step:
 
 def make_steps(items: list[tuple[Workload, str, int]]) -> list[Step]:
     return [Step(f"s{i:02d}", w, fs, procs) for i, (w, fs, procs) in enumerate(items, 1)]
+
+
+class MixedCmdline(ValueError):
+    """Steps whose workloads declare different kernel parameters share a boot."""
+
+
+def kernel_cmdline(steps: list[Step]) -> str:
+    """The kernel parameters a boot of these steps needs: those their workloads
+    declare (cmdline), which must be the same for every step of one boot."""
+    wanted = {step.workload.cmdline for step in steps}
+    if len(wanted) > 1:
+        names = "; ".join(f"{cmdline or '(none)'}: "
+                          + ", ".join(s.label for s in steps if s.workload.cmdline == cmdline)
+                          for cmdline in sorted(wanted))
+        raise MixedCmdline(f"one boot cannot give its steps different kernel parameters "
+                           f"({names}): boot them apart")
+    return wanted.pop() if wanted else ""
+
+
+def cmdline_slug(cmdline: str) -> str:
+    """Kernel parameters as part of a folder name: 'ihash_entries=16' -> 'ihash_entries-16'."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", cmdline)
+
+
+def by_cmdline(items: list[tuple[Workload, str, int]]
+               ) -> dict[str, list[tuple[Workload, str, int]]]:
+    """Workload steps grouped by the kernel parameters they declare, in order."""
+    groups: dict[str, list[tuple[Workload, str, int]]] = {}
+    for item in items:
+        groups.setdefault(item[0].cmdline, []).append(item)
+    return groups
 
 
 def render(steps: list[Step], cpus: int, header: str) -> str:

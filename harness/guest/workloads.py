@@ -88,6 +88,17 @@ expression may hold one). Keys:
               (default: no)
     timeout   seconds the step may take in the guest before it is killed (default 300)
     default   yes if it belongs to the default matrix (default: no)
+    count-boots  yes: it also runs in the matrix's count boots (COUNT_CPUS,
+              default 4 vCPUs: debug flavour only, never timed, oversubscribed
+              beyond the host's cores), for the retries and contention counts
+              that need more CPUs at once than the timed boots have (default: no)
+    flavours  the kernel flavours whose boots run it (default: every one the
+              run has): 'debug' for a workload whose evidence is lock counts
+              and retries, when a boot of its own per timed boot would cost
+              more than its timing could tell
+    cmdline   kernel parameters the workload needs (e.g. ihash_entries=64):
+              its steps get boots of their own with them, never shared with
+              other workloads' steps; the parameters are part of its cells' key
     unit      what one operation is, for the report (default: op)
     shared-inodes  how many inodes all the workers share (a hot-inode
               workload: every worker on the same N files); the scaling model
@@ -111,7 +122,7 @@ OUTPUTS = ("result-lines", "fio-json", "match", "none")
 PLACEHOLDERS = ("procs", "cpus", "dir", "tmp", "dev", "source", "fs", "prefix")
 SINGLE_KEYS = {"name", "summary", "run", "output", "fs", "procs", "windowed", "timeout",
                "default", "unit", "ops", "lock-start", "lock-end", "binaries", "packages",
-               "files", "shared-inodes"}
+               "files", "shared-inodes", "count-boots", "flavours", "cmdline"}
 REQUIRED = ("name", "summary", "run", "output", "fs")
 MATCH_GROUPS = {"ops", "rate", "elapsed_s", "phase"}
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
@@ -122,6 +133,10 @@ PROCS_CONDITIONAL = re.compile(r"(\d+)<=cpus")
 # ops/rate against the timed window: beyond this relative difference the step
 # says so (a rate measured over another interval than the window).
 RATE_WINDOW_TOLERANCE = 0.10
+# Kernel parameters: name or name=value words, nothing a shell or the command
+# line's own syntax would read otherwise.
+CMDLINE_WORD = re.compile(r"[A-Za-z0-9_.-]+(=[A-Za-z0-9_.,:-]+)?")
+FLAVOURS = ("perf", "debug", "sanitize")
 
 
 class WorkloadError(Exception):
@@ -175,6 +190,9 @@ class Workload:
     figure_units: tuple[tuple[str, str], ...] = ()  # (group, unit) from unit.GROUP keys
     key_lines: tuple[tuple[str, int], ...] = ()  # (key, line) of the single keys
     shared_inodes: int | None = None  # the inodes all workers share (hot-inode workloads)
+    count_boots: bool = False
+    flavours: tuple[str, ...] = FLAVOURS
+    cmdline: str = ""
 
     def line_of(self, key: str) -> int:
         """The line that declared key (0: not declared)."""
@@ -463,6 +481,24 @@ def _check_paths(lines: _Lines, key: str) -> tuple[Declared, ...]:
     return items
 
 
+def _check_flavours(lines: _Lines) -> tuple[str, ...]:
+    lineno, value = lines.get("flavours", " ".join(FLAVOURS))
+    for flavour in value.split():
+        if flavour not in FLAVOURS:
+            lines.fail(lineno, f"flavours: unknown flavour {flavour!r} "
+                               f"(known: {', '.join(FLAVOURS)})")
+    return tuple(value.split())
+
+
+def _check_cmdline(lines: _Lines) -> str:
+    lineno, value = lines.get("cmdline", "")
+    for word in value.split():
+        if not CMDLINE_WORD.fullmatch(word):
+            lines.fail(lineno, f"cmdline: {word!r} is not a kernel parameter "
+                               f"(name or name=value of letters, digits, _ . , : -)")
+    return " ".join(value.split())
+
+
 def parse(path: Path, text: str | None = None) -> Workload:
     """One declaration; a WorkloadError lists every problem of the file."""
     text = path.read_text() if text is None else text
@@ -482,7 +518,9 @@ def parse(path: Path, text: str | None = None) -> Workload:
         files=_check_paths(lines, "files"),
         figure_units=tuple((k[len("unit."):], u) for k, (_, u) in lines.units.items()),
         key_lines=tuple((key, lineno) for key, (lineno, _) in lines.values.items()),
-        shared_inodes=_check_shared_inodes(lines))
+        shared_inodes=_check_shared_inodes(lines),
+        count_boots=_check_yes_no(lines, "count-boots", "no"),
+        flavours=_check_flavours(lines), cmdline=_check_cmdline(lines))
     if lines.problems:
         raise WorkloadError(lines.problems)
     return workload

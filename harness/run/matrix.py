@@ -23,6 +23,14 @@ mode says so (tcg-oversubscribed, kvm-oversubscribed), so its throughput is
 never taken for a timing (the analysis times only the plain modes) while
 its exact lock counts still count.
 
+Count boots (count_cpus, default 4 vCPUs) are debug boots only, of the
+workloads that ask for them (count-boots = yes): retries and contention
+need more CPUs at once than a timed boot may have, and on a 2-core host
+such a boot is oversubscribed, so it is never timed. A workload that
+declares kernel parameters (cmdline) gets boots of its own, one per boot
+configuration it runs in, and a workload may keep to some flavours
+(flavours = debug): see guest/workloads.py.
+
 The defaults here are the only ones: the command line and the Makefile
 pass a knob only when it is set.
 """
@@ -43,6 +51,8 @@ from harness.kernels.kbuild import DEFAULT_FLAVOURS, KernelImage
 from harness.layout import slug
 
 DEFAULT_WORKLOADS = "default"
+# vCPUs of the count boots: debug only, for the workloads with count-boots = yes.
+COUNT_CPUS = (4,)
 OVERSUBSCRIBED = "-oversubscribed"
 # FULL=1: every workload, more boots for tighter intervals.
 FULL = {"repeat": 5, "icount_repeat": 3, "workloads": "all"}
@@ -55,16 +65,19 @@ class BootConfig:
     mode: str  # tcg, tcg-icount, kvm; tcg-oversubscribed, kvm-oversubscribed
     cpus: int
     repetition: int
+    # Kernel parameters its workloads declare (they boot apart from the others).
+    cmdline: str = ""
 
     @property
     def label(self) -> str:
         return (f"{self.kernel}/{self.flavour} {self.mode} {self.cpus}cpu "
-                f"rep{self.repetition}")
+                f"rep{self.repetition}" + (f" [{self.cmdline}]" if self.cmdline else ""))
 
     @property
     def slug(self) -> str:
         return (f"{slug(self.kernel)}-{self.flavour}-{self.mode}-"
-                f"c{self.cpus}-r{self.repetition}")
+                f"c{self.cpus}-r{self.repetition}"
+                + (f"-{plan.cmdline_slug(self.cmdline)}" if self.cmdline else ""))
 
     @property
     def accel(self) -> str:
@@ -84,15 +97,26 @@ class Matrix:
     repeat: int = 3  # perf boots per kernel and vCPU count, kernels interleaved
     debug_repeat: int = 1  # debug and sanitize boots: lock counts are exact, one settles them
     icount_repeat: int = 2  # 1-vCPU -icount perf boots per kernel (single-thread cost)
-    cs_repeat: int = 3  # 1-vCPU tcg-cs boots per kernel (critical-section lengths)
+    # 1-vCPU tcg-cs boots per kernel (critical-section lengths; cache lines in the
+    # first): two, since their counts repeat within 0.04% from boot to boot (NOTES,
+    # tcg-cs) and a third cost a minute of the default run (NOTES, issue 24)
+    cs_repeat: int = 2
     flavours: tuple[str, ...] = DEFAULT_FLAVOURS
     max_reruns: int = 2  # of a timed step disturbed by a busy host
     # the kernels' order in each round of timed boots; a new one per run, kept
     # in the manifest so that a run's order can be had again
     order_seed: int = field(default_factory=lambda: random.SystemRandom().randrange(1, 2**31))
+    count_cpus: tuple[int, ...] = COUNT_CPUS  # debug-only boots (count-boots workloads)
 
     def round_orders(self) -> random.Random:
         return random.Random(self.order_seed)
+
+    @property
+    def counted_cpus(self) -> list[int]:
+        """The count boots' vCPUs that the timed boots do not already have."""
+        if "debug" not in self.flavours or not any(w.count_boots for w in self.workloads):
+            return []
+        return [c for c in self.count_cpus if c not in self.cpus]
 
     def boots(self, accel: str, cores: int) -> list[BootConfig]:
         """Every boot on a machine with this accelerator and this many cores."""
@@ -102,6 +126,9 @@ class Matrix:
                 for rep in range(1, self.debug_repeat + 1):
                     configs += [BootConfig(k, flavour, boot_mode(accel, c, cores), c, rep)
                                 for c in self.cpus for k in self.kernels]
+        for rep in range(1, self.debug_repeat + 1):
+            configs += [BootConfig(k, "debug", boot_mode(accel, c, cores), c, rep)
+                        for c in self.counted_cpus for k in self.kernels]
         if "perf" in self.flavours:
             if accel == "tcg":
                 for rep in range(1, self.icount_repeat + 1):
@@ -116,6 +143,13 @@ class Matrix:
                     configs += [BootConfig(k, "perf", boot_mode(accel, c, cores), c, rep)
                                 for k in kernels]
         return configs
+
+    def workloads_for(self, config: BootConfig) -> list[Workload]:
+        """The workloads a boot configuration runs: their flavours, and only those
+        that ask for count boots in one."""
+        counting = config.cpus in self.counted_cpus
+        return [w for w in self.workloads if config.flavour in w.flavours
+                and (w.count_boots or not counting)]
 
 
 def boot_mode(accel: str, cpus: int, cores: int) -> str:
@@ -185,14 +219,19 @@ def plan_boots(matrix: Matrix, images: dict[tuple[str, str], KernelImage],
     boots = []
     for config in matrix.boots(machine.accel, machine.cores):
         image = images[image_of(config)]
-        boot = BootPlan(config, image)
-        for workload in matrix.workloads:
-            for fs in workload.filesystems:
-                for procs in workload.procs_for(config.cpus):
-                    key = cell_key(image, guest_digests[workload.name], config, workload, fs,
-                                   procs, machine)
-                    boot.cells.append(Cell(config, workload, fs, procs, key, machine.id))
-        boots.append(boot)
+        chosen = matrix.workloads_for(config)
+        # Workloads with kernel parameters of their own boot apart, one boot per set.
+        for cmdline in dict.fromkeys(w.cmdline for w in chosen):
+            boot = BootPlan(replace(config, cmdline=cmdline), image)
+            for workload in (w for w in chosen if w.cmdline == cmdline):
+                for fs in workload.filesystems:
+                    for procs in workload.procs_for(config.cpus):
+                        key = cell_key(image, guest_digests[workload.name], boot.config,
+                                       workload, fs, procs, machine)
+                        boot.cells.append(Cell(boot.config, workload, fs, procs, key,
+                                               machine.id))
+            if boot.cells:
+                boots.append(boot)
     return boots
 
 

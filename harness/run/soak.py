@@ -55,11 +55,17 @@ def parse_duration(text: str) -> float:
 
 
 def draw_mix(rng: random.Random, known: list[Workload], cpus: int) -> list[plan.Step]:
-    """A shuffled mix of workload steps for one boot."""
+    """A shuffled mix of workload steps for one boot. Steps that need kernel
+    parameters of their own (cmdline) boot apart: a boot draws from the group of
+    one step picked at random, so each group comes up as often as its steps."""
     choices = [(w, fs, procs) for w in known for fs in w.filesystems
                for procs in w.procs_for(cpus)]
-    count = min(len(choices), rng.randint(*STEPS_PER_BOOT))
-    return plan.make_steps(rng.sample(choices, count))
+    groups = plan.by_cmdline(choices)
+    pool = groups[rng.choice(choices)[0].cmdline] if len(groups) > 1 else choices
+    count = rng.randint(*STEPS_PER_BOOT)
+    # A group smaller than a mix repeats steps rather than make a short boot.
+    drawn = rng.sample(pool, count) if count <= len(pool) else rng.choices(pool, k=count)
+    return plan.make_steps(drawn)
 
 
 def soak(layout: Layout, kernels: list[str], known: list[Workload], duration_s: float,

@@ -130,3 +130,32 @@ def test_compare_writes_a_run_and_resumes_without_redoing_cells(built, tmp_path)
     second = compare.run(layout, wanted, tmp_path / "run2", accel="tcg")
     assert second.boots == []
     assert sorted(map(repr, tidy.read(tmp_path / "run2" / "tidy.tsv"))) == sorted(map(repr, rows))
+
+
+def test_kernel_parameters_and_count_boots_in_a_real_compare(built, tmp_path):
+    """A workload with a cmdline boots apart with it; count boots are debug only and
+    run only the workloads that ask (here at 2 vCPUs: the planner does not care
+    whether the count boots are oversubscribed)."""
+    layout, _, _ = built
+    layout = dataclasses.replace(layout, results=tmp_path / "results")
+    create = workloads.load_all(layout.workloads)["create-unlink"]
+    crowded = workloads.parse(REPO_ROOT / "harness" / "test_data" / "cmdline" / "crowded.wl")
+    wanted = matrix.Matrix(kernels=["mainline"], cpus=[1], workloads=[create, crowded],
+                           repeat=0, flavours=("debug",), count_cpus=(2,))
+    result = compare.run(layout, wanted, tmp_path / "run", accel="tcg")
+    assert sorted(b.directory.name.split("-", 2)[2] for b in result.boots) == [
+        "mainline-debug-tcg-c1-r1", "mainline-debug-tcg-c1-r1-ihash_entries-16",
+        "mainline-debug-tcg-c2-r1-ihash_entries-16"]
+    assert all(b.status == "ok" for b in result.boots), result.boots
+    for boot in result.boots:
+        console = (boot.directory / "console.log").read_text(errors="replace")
+        crowded_boot = boot.directory.name.endswith("ihash_entries-16")
+        assert ("Inode-cache hash table entries: 16 " in console) == crowded_boot
+    rows = tidy.read(tmp_path / "run" / "tidy.tsv")
+    assert {(r.workload, r.cpus) for r in rows} == {("create-unlink", 1), ("crowded", 1),
+                                                    ("crowded", 2)}
+    shared = {r.cpus: r.value for r in rows if r.workload == "crowded"
+              and r.metric == "shared.acquisitions_per_op"}
+    assert shared[1] == pytest.approx(1.0, abs=0.05)  # 6.1: one hash lock per lookup
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["matrix"]["count_cpus"] == [2]

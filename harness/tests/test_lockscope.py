@@ -58,3 +58,12 @@ def test_bitlock_and_under_together(tmp_path):
     role = lockscope.parse(path).roles["hash"]
     assert (role.table, role.bitlock, role.under, role.line) == ("Inode-cache", True, "global", 2)
     assert role.describe(131072) == "per-bucket (131,072 buckets), bit lock, under global"
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.parent.name + "/" + p.name)
+def test_the_shared_and_per_inode_split_agrees_with_every_lock_scope_file(path):
+    # lockorder.SHARING is one table for every kernel: a series whose lock-scope
+    # file made another role per-inode (or i_lock shared) must change it.
+    for role, scope in lockscope.parse(path).roles.items():
+        per_inode = scope.scope == "per-inode"
+        assert (lockorder.SHARING[role] == lockorder.PER_INODE) == per_inode, role

@@ -161,3 +161,53 @@ def test_sanitize_cells_under_tcg_are_keyed_on_their_hang_detector_thresholds(tm
     assert key("sanitize") != before["sanitize"]
     assert key("perf") == before["perf"] and key("debug") == before["debug"]
     assert key("sanitize", "kvm") == kvm_before
+
+
+def _declared(tmp_path, name, extra):
+    text = (shipped.FOLDER / "create-unlink.wl").read_text().replace(
+        "name     = create-unlink", f"name     = {name}")
+    return shipped.workloads.parse(tmp_path / f"{name}.wl", text + extra)
+
+
+def test_count_boots_are_debug_only_and_run_only_the_workloads_that_ask(tmp_path):
+    plain = _declared(tmp_path, "plain", "")
+    counted = _declared(tmp_path, "counted", "count-boots = yes\n")
+    m = matrix.Matrix(kernels=["mainline"], cpus=[1, 2], workloads=[plain, counted], repeat=1,
+                      icount_repeat=0, cs_repeat=0)
+    images = {("mainline", f): kbuild.KernelImage("mainline", f, "k1", tmp_path)
+              for f in ("perf", "debug")}
+    boots = matrix.plan_boots(m, images, {"plain": "g", "counted": "g"},
+                              host.Machine("cpu", 2, "tcg"))
+    four = [b for b in boots if b.config.cpus == 4]
+    assert [(b.config.flavour, b.config.mode) for b in four] == \
+        [("debug", "tcg-oversubscribed")]
+    assert {c.workload.name for c in four[0].cells} == {"counted"}
+    assert {c.workload.name for b in boots if b.config.cpus == 2 for c in b.cells} == \
+        {"plain", "counted"}
+    # No workload asks, or no debug flavour, or 4 is a timed vCPU count already: none.
+    assert not matrix.Matrix(kernels=["mainline"], cpus=[1], workloads=[plain]).counted_cpus
+    assert not matrix.Matrix(kernels=["mainline"], cpus=[1], workloads=[counted],
+                             flavours=("perf",)).counted_cpus
+    assert not matrix.Matrix(kernels=["mainline"], cpus=[4], workloads=[counted]).counted_cpus
+
+
+def test_kernel_parameters_get_boots_of_their_own_and_flavours_are_kept(tmp_path):
+    plain = _declared(tmp_path, "plain", "")
+    crowded = _declared(tmp_path, "crowded", "cmdline = ihash_entries=16\nflavours = debug\n")
+    m = matrix.Matrix(kernels=["mainline"], cpus=[2], workloads=[plain, crowded], repeat=1,
+                      icount_repeat=0, cs_repeat=0)
+    images = {("mainline", f): kbuild.KernelImage("mainline", f, "k1", tmp_path)
+              for f in ("perf", "debug")}
+    boots = matrix.plan_boots(m, images, {"plain": "g", "crowded": "g"},
+                              host.Machine("cpu", 2, "tcg"))
+    shapes = [(b.config.flavour, b.config.cmdline, {c.workload.name for c in b.cells})
+              for b in boots]
+    assert shapes == [("debug", "", {"plain"}), ("debug", "ihash_entries=16", {"crowded"}),
+                      ("perf", "", {"plain"})]
+    debug_slugs = [b.config.slug for b in boots if b.config.flavour == "debug"]
+    assert debug_slugs == ["mainline-debug-tcg-c2-r1",
+                           "mainline-debug-tcg-c2-r1-ihash_entries-16"]
+    assert "[ihash_entries=16]" in boots[1].config.label
+    # The parameters are keyed into the cells through the declaration.
+    keys = {c.key for b in boots for c in b.cells}
+    assert len(keys) == sum(len(b.cells) for b in boots)

@@ -93,3 +93,19 @@ def test_qemu_command_has_the_result_port_disks_and_accelerator(tmp_path):
     assert kvm[kvm.index("-accel") + 1] == "kvm" and "-icount" not in kvm
     assert "noreplace-smp" not in kvm[kvm.index("-append") + 1]
     assert kvm[kvm.index("-smp") + 1] == "4"
+
+
+def test_one_boot_gives_its_steps_one_kernel_command_line(tmp_path):
+    text = (shipped.FOLDER / "create-unlink.wl").read_text()
+    plain = workloads.parse(tmp_path / "create-unlink.wl", text)
+    crowded = workloads.parse(tmp_path / "create-unlink.wl", text + "cmdline = ihash_entries=16\n")
+    assert plan.kernel_cmdline(plan.make_steps([(crowded, "tmpfs", 1), (crowded, "ext4", 2)])) \
+        == "ihash_entries=16"
+    assert plan.kernel_cmdline(plan.make_steps([(plain, "tmpfs", 1)])) == ""
+    with pytest.raises(plan.MixedCmdline, match=r"\(none\): create-unlink/tmpfs/p1; "
+                                                r"ihash_entries=16: create-unlink/ext4/p1"):
+        plan.kernel_cmdline(plan.make_steps([(plain, "tmpfs", 1), (crowded, "ext4", 1)]))
+    groups = plan.by_cmdline([(plain, "tmpfs", 1), (crowded, "ext4", 1), (plain, "xfs", 1)])
+    assert [(k, [fs for _, fs, _ in v]) for k, v in groups.items()] == \
+        [("", ["tmpfs", "xfs"]), ("ihash_entries=16", ["ext4"])]
+    assert plan.cmdline_slug("ihash_entries=16 a.b=x,y") == "ihash_entries-16-a.b-x-y"

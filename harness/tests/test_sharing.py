@@ -86,3 +86,18 @@ def test_a_roles_line_names_the_final_kernels_roles(tmp_path):
     order.write_text("roles hash inode\n")
     with pytest.raises(lockorder.LockOrderError, match=r"x.lock-order:1: unknown role 'inode'"):
         lockorder.parse(order)
+
+
+def test_shared_and_per_inode_figures_split_the_roles_of_a_captured_window():
+    dump = lockstat.parse((DATA / "lockstat" / "captured-mainline-debug-ext4-unlink.lock_stat")
+                          .read_text())
+    roles = MAINLINE.totals_by_role(dump.classes)
+    figures = {f.metric: f for f in measure._sharing_figures("unlink", roles, 100)}
+    by_role = {r.role: r for r in roles}
+    shared = sum(by_role[r].acquisitions for r in ("hash", "sb_list", "lru", "wb"))
+    assert figures["shared.acquisitions"].value == shared > 0
+    assert figures["per-inode.acquisitions"].value == by_role["i_lock"].acquisitions > 0
+    assert figures["per-inode.acquisitions_per_op"].value == by_role["i_lock"].acquisitions / 100
+    assert figures["shared.waittime_per_op"].unit == "us/op"
+    assert all(f.lock == "" for f in figures.values())  # no role: never summed with roles
+    assert not any("holdtime" in m for m in figures)  # lockdep-inflated: left out

@@ -66,3 +66,13 @@ def test_summary_of_a_soak_killed_during_a_boot_names_that_boot(tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert (summary["finished"], summary["running"], summary["duration_s"]) == \
         (False, "0002-base-debug-c4", 3600.0)
+
+
+def test_a_boot_draws_its_mix_from_one_kernel_command_line():
+    crowded = workloads.parse(REPO_ROOT / "harness" / "test_data" / "cmdline" / "crowded.wl")
+    rng = random.Random(3)
+    mixes = [soak.draw_mix(rng, KNOWN + [crowded], 2) for _ in range(60)]
+    assert all(len({s.workload.cmdline for s in m}) == 1 for m in mixes)
+    # The one-step group repeats its step rather than make a short boot.
+    alone = [m for m in mixes if m[0].workload.cmdline]
+    assert alone and all(soak.STEPS_PER_BOOT[0] <= len(m) for m in alone)

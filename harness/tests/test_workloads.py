@@ -125,3 +125,25 @@ def test_ops_names_the_operations_of_a_silent_program(tmp_path):
 def test_new_keys_are_checked_with_file_and_line(tmp_path, text, message):
     with pytest.raises(workloads.WorkloadError, match=message.replace("{", r"\{")):
         workloads.parse(write(tmp_path, text))
+
+
+def test_kernel_parameters_flavours_and_count_boots(tmp_path):
+    w = workloads.parse(write(tmp_path, GOOD + "cmdline = ihash_entries=16  foo\n"
+                                       "flavours = debug\ncount-boots = yes\n"))
+    assert w.cmdline == "ihash_entries=16 foo"
+    assert w.flavours == ("debug",) and w.count_boots
+    plain = workloads.parse(write(tmp_path, GOOD))
+    assert plain.cmdline == "" and plain.flavours == workloads.FLAVOURS
+    assert not plain.count_boots
+
+
+@pytest.mark.parametrize("line, message", [
+    ("cmdline = ihash_entries=16;reboot", "demo.wl:8: cmdline: 'ihash_entries=16;reboot' is "
+                                          "not a kernel parameter"),
+    ("cmdline = init={procs}", "demo.wl:8: cmdline: 'init={procs}'"),
+    ("flavours = debug fast", "demo.wl:8: flavours: unknown flavour 'fast'"),
+    ("count-boots = 4", "demo.wl:8: count-boots must be yes or no"),
+])
+def test_bad_kernel_parameters_and_flavours_name_file_and_line(tmp_path, line, message):
+    with pytest.raises(workloads.WorkloadError, match=message.replace("{", r"\{")):
+        workloads.parse(write(tmp_path, GOOD + line + "\n"))
