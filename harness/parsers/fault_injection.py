@@ -1,8 +1,10 @@
 """What fault injection did in a step: its counters and the stacks of its faults.
 
 The guest's faults_save (guest/rootfs/faults.sh) sends one record per
-faults step, a line per debugfs fault_attr:
+faults step: the slab caches failslab may fail (marked at boot), then a
+line per debugfs fault_attr:
 
+    caches dentry ext4_inode_cache inode_cache shmem_inode_cache xfs_ili xfs_inode
     failslab probability=2 times=50 left=13 task_filter=Y
     fail_page_alloc probability=0 times=0 left=0 task_filter=Y
     fail_make_request probability=1 times=10 left=10 task_filter=Y
@@ -74,6 +76,7 @@ class AttrCount:
 class FaultRecord:
     counts: tuple[AttrCount, ...]
     error: str = ""  # why no fault was armed ("" when they were)
+    caches: tuple[str, ...] = ()  # the slab caches failslab could fail
 
     def injected(self, attr: str) -> int:
         return sum(c.injected for c in self.counts if c.attr == attr)
@@ -82,12 +85,16 @@ class FaultRecord:
 def parse_record(text: str, name: str = "faults record") -> FaultRecord:
     """A step's ID.faults record; a line that is not one raises, naming it."""
     counts = []
+    caches: tuple[str, ...] = ()
     for lineno, line in enumerate(text.splitlines(), 1):
         words = line.split()
         if not words:
             continue
         if words[0] == "error":
             return FaultRecord((), " ".join(words[1:]) or "unknown")
+        if words[0] == "caches":
+            caches = tuple(words[1:])
+            continue
         fields = {}
         for word in words[1:]:
             match = _FIELD.match(word)
@@ -103,7 +110,7 @@ def parse_record(text: str, name: str = "faults record") -> FaultRecord:
             raise FaultRecordError(f"{name}:{lineno}: left={count.left} outside 0..times="
                                    f"{count.times}")
         counts.append(count)
-    return FaultRecord(tuple(counts))
+    return FaultRecord(tuple(counts), "", caches)
 
 
 @dataclass(frozen=True)

@@ -283,17 +283,18 @@ def run_round(setup: Setup, state: Progress, round_no: int) -> None:
 
 def faults(layout: Layout, kernels: list[str], known: list[Workload],
            duration_s: float | None, cpus: tuple[int, ...] = FAULT_CPUS, seed: int = 1,
-           accel: str = "tcg") -> Path:
-    """Measure one round (no duration) or rounds until the time is up; the folder."""
+           accel: str = "tcg", names: tuple[str, ...] = FAULT_WORKLOADS) -> Path:
+    """Measure one round (no duration) or rounds until the time is up; the folder.
+    names: the workloads of a round (the tests run fewer)."""
     out = layout.faults / f"seed{seed}"
     out.mkdir(parents=True, exist_ok=True)
     kernels = sorted(kernels, key=lambda k: k != CONTROL)
-    names = {w.name: w for w in known}
-    missing = [name for name in FAULT_WORKLOADS if name not in names]
+    declared = {w.name: w for w in known}
+    missing = [name for name in names if name not in declared]
     if missing:
         raise ValueError(f"make faults needs the workloads {', '.join(missing)}: no "
                          f"workloads/NAME.wl declares them")
-    chosen = [names[name] for name in FAULT_WORKLOADS]
+    chosen = [declared[name] for name in names]
     images = {}
     for i, kernel in enumerate(kernels, 1):
         progress.say(f"kernel {i}/{len(kernels)}: {kernel}/{FLAVOUR}")

@@ -63,14 +63,18 @@ def test_faults_boots_mark_the_inode_and_dentry_caches_for_failslab():
 
 
 def scratch_debugfs(tmp_path: Path) -> dict[str, str]:
-    debugfs, sysblock = tmp_path / "debugfs", tmp_path / "block"
+    debugfs, sysblock, slab = tmp_path / "debugfs", tmp_path / "block", tmp_path / "slab"
     for attr in faults.ATTRS:
         (debugfs / attr).mkdir(parents=True)
     (sysblock / "vda").mkdir(parents=True)
+    for cache, marked in (("dentry", 1), ("ext4_inode_cache", 1), ("kmalloc-64", 0)):
+        (slab / cache).mkdir(parents=True)
+        (slab / cache / "failslab").write_text(f"{marked}\n")
     definitions = tmp_path / "protocol.sh"
     definitions.write_text(protocol.shell_definitions())
     return {"PATH": "/bin:/usr/bin", "INODE_DUEL_PROTOCOL": str(definitions),
-            "FAULTS_DEBUGFS": str(debugfs), "FAULTS_SYSBLOCK": str(sysblock)}
+            "FAULTS_DEBUGFS": str(debugfs), "FAULTS_SYSBLOCK": str(sysblock),
+            "FAULTS_SLAB": str(slab)}
 
 
 def guest_shell(tmp_path: Path, env: dict[str, str], script: str) -> subprocess.CompletedProcess:
@@ -103,6 +107,7 @@ def test_the_guest_arms_task_filtered_faults_and_reports_what_was_injected(tmp_p
     received = channel.parse((tmp_path / "results.raw").read_bytes())
     record = fault_injection.parse_record(received.text("s01.faults"))
     assert record.error == ""
+    assert record.caches == ("dentry", "ext4_inode_cache")
     # The probability read back is the one the step ran with (set, then saved).
     assert [(c.attr, c.times, c.left, c.injected) for c in record.counts] == [
         ("failslab", 50, 13, 37), ("fail_page_alloc", 0, 0, 0), ("fail_make_request", 10, 10, 0)]

@@ -6,7 +6,15 @@
 # Overridable so the host's tests can point them at a scratch folder.
 FAULTS_DEBUGFS=${FAULTS_DEBUGFS:-/sys/kernel/debug}
 FAULTS_SYSBLOCK=${FAULTS_SYSBLOCK:-/sys/block}
+FAULTS_SLAB=${FAULTS_SLAB:-/sys/kernel/slab}
 FAULTS_ATTRS="failslab fail_page_alloc fail_make_request"
+
+# The slab caches failslab may fail (marked at boot with slub_debug=A,...).
+faults_caches() {
+	for f in "$FAULTS_SLAB"/*/failslab; do
+		[ "$(cat "$f" 2>/dev/null)" = 1 ] && { f=${f%/failslab}; echo "${f##*/}"; }
+	done
+}
 
 # faults_set ATTR PERCENT TIMES: one fault_attr, for make-it-fail tasks only,
 # every injected fault printed with its stack (no rate limit).
@@ -48,14 +56,16 @@ faults_arm() {
 	export INODE_DUEL_FAULTS=1
 }
 
-# faults_save ID: per attr what was asked and how many faults are left, as
-# the record ID.faults; then nothing fails any more.
+# faults_save ID: the caches failslab may fail, and per attr what was asked
+# and how many faults are left, as the record ID.faults; then nothing fails
+# any more.
 faults_save() {
 	out=/tmp/$1.faults
 	: > "$out"
 	if [ -n "$FAULTS_ERROR" ]; then
 		echo "error $FAULTS_ERROR" >> "$out"
 	else
+		echo "caches" $(faults_caches) >> "$out"
 		set -- "$1" $FAULTS_TIMES
 		for attr in $FAULTS_ATTRS; do
 			d=$FAULTS_DEBUGFS/$attr
