@@ -11,7 +11,7 @@ met: a report mainline gives under them is 6.1's own, one that only a
 series gives is a finding (faults_summary.py).
 
 A round is every workload and filesystem once per vCPU count; per round one
-boot per kernel runs its steps, mainline first. Each measured step is a
+boot per kernel and vCPU count runs its steps, mainline first. Each measured step is a
 cell (results/cells/), keyed by the kernel image, the guest, the workload,
 the round and the step's faults, so a run that stops resumes: `make faults`
 again measures only what is missing. A step that could not run (its boot
@@ -273,12 +273,14 @@ def run_round(setup: Setup, state: Progress, round_no: int) -> None:
     load_stored(setup, state, planned)
     state.rounds.append(round_no)
     for kernel in setup.kernels:
-        pending = [c for c in planned if c.kernel == kernel and c.key not in state.results]
-        attempt = 0
-        while pending and not state.time_up():
-            attempt += 1
-            left = sum(1 for c in planned if c.key not in state.results)
-            pending = boot_once(setup, state, pending, attempt, left)
+        for cpus in setup.cpus:
+            pending = [c for c in planned if (c.kernel, c.cpus) == (kernel, cpus)
+                       and c.key not in state.results]
+            attempt = 0
+            while pending and not state.time_up():
+                attempt += 1
+                left = sum(1 for c in planned if c.key not in state.results)
+                pending = boot_once(setup, state, pending, attempt, left)
 
 
 def faults(layout: Layout, kernels: list[str], known: list[Workload],
