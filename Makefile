@@ -87,9 +87,10 @@ soak: $(DEPS_STAMP) check-workloads
 
 # Fault injection in the inode cache on the faults kernels, mainline the control:
 # one round of every faults workload and filesystem, or rounds until DURATION is up.
+FAULTS_KNOBS = $(strip $(if $(KERNELS),--kernels $(KERNELS)) $(if $(CPUS),--cpus $(CPUS)) \
+	$(if $(DURATION),--duration $(DURATION)) $(if $(SEED),--seed $(SEED)) $(WORKLOADS_DIR_ARG))
 faults: $(DEPS_STAMP) check-workloads
-	$(HARNESS) faults --kernels $(KERNELS) --cpus $(CPUS) $(if $(DURATION),--duration $(DURATION)) \
-		$(if $(SEED),--seed $(SEED))
+	$(strip $(HARNESS) faults $(FAULTS_KNOBS))
 
 report:
 	$(HARNESS) report $(RUN_DIR) $(if $(BASELINE),--baseline $(BASELINE))
