@@ -3,8 +3,8 @@
 # errno there, the others end at the first): rename over an existing name,
 # across directories and with RENAME_EXCHANGE, a directory renamed with its
 # children, hard and symbolic links, xattrs that move between the inode and
-# a block of their own, and worker 0 dropping the dentry and inode caches so
-# that the lookups that follow read inodes back (iget) beside the creates.
+# a block of their own, and worker 0 dropping the caches so that the
+# lookups that follow read inodes back from the disk (iget) beside the creates.
 # tmpfs has trusted.* xattrs only in the faults flavour (TMPFS_XATTR); the
 # program turns its xattr operations off, with a note, where they fail.
 name     = nsmix

@@ -13,11 +13,17 @@ through debugfs before the step's command and read back after it
                        OOM killer's, not the inode cache's)
     fail_make_request  block requests to the disk of the step's filesystem
 
-each at a probability in percent, at most a number of times, and each with
-its task filter on: only the tasks whose /proc/self/make-it-fail is 1 meet
-a fault. The workload programs arm themselves for their operation loops
-only (workloads/src/faults.h), so the harness's own shell, the result
-records and a step's setup never fail. XFS allocates its inodes
+each at a probability in percent and at most a number of times. failslab
+and fail_page_alloc have their task filter on: only the tasks whose
+/proc/self/make-it-fail is 1 meet a fault, and the workload programs arm
+themselves for their operation loops only (workloads/src/faults.h), so the
+harness's own shell, the result records and a step's setup never fail.
+Block requests fail in one of two scopes: "task", the requests those armed
+tasks submit themselves (reads of inodes and directories after a cache
+drop, fsync), so an iget fails halfway; or "disk", every request to the
+disk while the program holds it armed (its timed phases), the journal's,
+the log's and writeback's too, so the filesystem shuts down under the
+inode cache. XFS allocates its inodes
 (xfs_inode, xfs_ili) with __GFP_NOFAIL, which failslab never fails: on XFS
 the faults land in the dentry cache and the block requests.
 """
@@ -44,6 +50,7 @@ class Faults:
     page_times: int
     block_percent: int  # 0 on tmpfs: no disk
     block_times: int
+    block_scope: str = "task"  # task or disk (see above)
 
     def asked(self) -> dict[str, tuple[int, int]]:
         """attr -> (percent, times)."""
@@ -53,17 +60,19 @@ class Faults:
 
     @property
     def label(self) -> str:
-        """'slab 2%x50, page off, block 1%x10': short, and part of the cell key."""
+        """'slab 2%x50, page off, block 1%x10 task': short, and part of the cell key."""
         names = {"failslab": "slab", "fail_page_alloc": "page", "fail_make_request": "block"}
-        return ", ".join(f"{names[a]} {p}%x{t}" if p and t else f"{names[a]} off"
-                         for a, (p, t) in self.asked().items())
+        label = ", ".join(f"{names[a]} {p}%x{t}" if p and t else f"{names[a]} off"
+                          for a, (p, t) in self.asked().items())
+        return label + (f" {self.block_scope}" if self.block_percent and self.block_times
+                         else "")
 
     def arm_line(self, dev: str) -> list[str]:
         """The plan's faults_arm call for a step on dev ("" for tmpfs)."""
         args = ["faults_arm", dev or "none"]
         for percent, times in self.asked().values():
             args += [str(percent if times else 0), str(times if percent else 0)]
-        return args
+        return args + [self.block_scope]
 
 
 def save_line(step_id: str) -> list[str]:

@@ -52,6 +52,7 @@ SLAB_PERCENT, SLAB_TIMES = (1, 2, 5), (20, 50, 100)
 PAGE_PERCENT, PAGE_TIMES = (1, 2), (5, 10, 20)
 PAGE_SHARE = 0.5  # of the steps fail larger page allocations too
 BLOCK_PERCENT, BLOCK_TIMES = (1, 2, 5), (5, 10, 20)
+BLOCK_SCOPES = ("task", "disk")  # guest/faults.py
 
 
 def draw_faults(seed: int, round_no: int, workload: str, fs: str, cpus: int) -> Faults:
@@ -60,11 +61,12 @@ def draw_faults(seed: int, round_no: int, workload: str, fs: str, cpus: int) -> 
     slab = rng.choice(SLAB_PERCENT), rng.choice(SLAB_TIMES)
     page = rng.choice(PAGE_PERCENT), rng.choice(PAGE_TIMES)
     block = rng.choice(BLOCK_PERCENT), rng.choice(BLOCK_TIMES)
+    scope = rng.choice(BLOCK_SCOPES)
     if rng.random() >= PAGE_SHARE:
         page = (0, 0)
     if fs not in protocol.DISK_FILESYSTEMS:
-        block = (0, 0)
-    return Faults(*slab, *page, *block)
+        block, scope = (0, 0), "task"
+    return Faults(*slab, *page, *block, scope)
 
 
 @dataclass(frozen=True)
@@ -134,13 +136,12 @@ def _failed(outcome: runner.StepOutcome) -> dict[str, int]:
             if f.phase == "errors" and f.metric.startswith("errors.")}
 
 
-def _fault_record(directory: Path, step: str) -> tuple[dict[str, int], str]:
-    """(fault_attr -> injected, why not armed) from the step's faults record."""
+def _fault_record(directory: Path, step: str) -> fault_injection.FaultRecord:
+    """The step's faults record; one that never came says so as its error."""
     path = directory / "files" / f"{step}.faults"
     if not path.exists():
-        return {}, "no faults record (the step did not end)"
-    record = fault_injection.parse_record(path.read_text(), str(path))
-    return {c.attr: c.injected for c in record.counts}, record.error
+        return fault_injection.FaultRecord((), "no faults record (the step did not end)")
+    return fault_injection.parse_record(path.read_text(), str(path))
 
 
 def cell_result(layout: Layout, cell: FaultCell, directory: Path, outcome: runner.StepOutcome,
@@ -150,15 +151,18 @@ def cell_result(layout: Layout, cell: FaultCell, directory: Path, outcome: runne
     """What the summary needs of one step, from its boot's console and records."""
     begin, end = span if span else (0, -1)
     last = end if end is not None else float("inf")
-    counts, error = _fault_record(directory, outcome.step)
+    record = _fault_record(directory, outcome.step)
+    shown = [fault for fault in injected if begin <= fault.line <= last]
+    counts = fault_injection.injected(record, shown)
     sites: dict[str, int] = defaultdict(int)
-    for fault in injected:
-        if begin <= fault.line <= last:
-            sites[fault.site] += 1
+    for fault in shown:
+        sites[fault.site] += 1
     return CellResult(
         cell.kernel, cell.round, cell.workload.name, cell.fs, cell.cpus, cell.faults.label,
         outcome.status, str(directory.relative_to(layout.results)), outcome.step,
-        outcome.wall_s, counts, error, _failed(outcome),
+        outcome.wall_s, {attr: n for attr, (n, _) in counts.items()},
+        tuple(attr for attr, (_, reached) in counts.items() if reached), record.error,
+        _failed(outcome),
         tuple(Seen(r.kind, r.title, r.line) for r in found if begin <= r.line <= last),
         dict(sites))
 

@@ -52,7 +52,8 @@ class CellResult:
     boot: str  # boot folder, relative to the results folder
     step: str
     wall_s: float | None
-    injected: dict[str, int]  # fault_attr -> faults injected, from its counter
+    injected: dict[str, int]  # fault_attr -> faults injected (fault_injection.injected)
+    bounds_reached: tuple[str, ...]  # fault_attrs that injected all the faults asked
     fault_error: str  # why no fault was armed or counted ("" when they were)
     failed: dict[str, int]  # "op.ERRNO" -> operations that failed so
     reports: tuple[Seen, ...]
@@ -220,6 +221,7 @@ def detail_lines(results: list[CellResult]) -> list[str]:
 def markdown(results: list[CellResult], meta: dict, planned: dict[str, int]) -> str:
     classified = classify(results)
     findings = sum(1 for c in classified if c.verdict == FINDING)
+    bound_cells = sum(1 for r in results if r.bounds_reached)
     lines = [f"# Faults, seed {meta['seed']}: {len(results)} of {sum(planned.values())} cells "
              f"measured, {meta['wall_s'] / 3600:.2f} h"
              + (f" of the {meta['duration_s'] / 3600:.2f} h asked" if meta.get('duration_s')
@@ -228,8 +230,10 @@ def markdown(results: list[CellResult], meta: dict, planned: dict[str, int]) -> 
              f"{', '.join(meta['workloads'])} on every filesystem they declare, at "
              f"{', '.join(map(str, meta['cpus']))} vCPUs. Each step's faults are drawn from the "
              "seed, the round and the step, never the kernel: every kernel met the same settings. "
-             "Injected faults are the kernel's counters (exact); failed operations are the "
-             "workload's count by errno. "
+             "Injected faults are the kernel's counters, exact until a step's bound is reached "
+             "(then the console's count when higher: two tasks injecting the last fault at "
+             f"once are counted once); the bound was reached in {bound_cells} of "
+             f"{len(results)} cells. Failed operations are the workload's count by errno. "
              f"Findings (reports only a series gave): {findings}.", "",
              "## Per kernel", "", *kernel_table(results, classified, planned), "",
              "## Per workload and filesystem, mainline beside each series", "",

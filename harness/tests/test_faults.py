@@ -36,18 +36,20 @@ def test_faults_are_drawn_from_seed_round_and_step_never_the_kernel():
         assert f.slab_times in faults_run.SLAB_TIMES
     tmpfs = [faults_run.draw_faults(1, r, w, "tmpfs", 2) for r in range(1, 20)
              for w in faults_run.FAULT_WORKLOADS]
-    assert {(f.block_percent, f.block_times) for f in tmpfs} == {(0, 0)}
+    assert {(f.block_percent, f.block_times, f.block_scope) for f in tmpfs} == {(0, 0, "task")}
+    assert {f.block_scope for f in drawn} == set(faults_run.BLOCK_SCOPES)
     assert {f.page_percent for f in tmpfs} == {0, *faults_run.PAGE_PERCENT}
 
 
 def test_a_faults_step_is_armed_before_run_step_and_read_back_after():
-    settings = faults.Faults(2, 50, 0, 0, 1, 10)
-    assert settings.label == "slab 2%x50, page off, block 1%x10"
+    settings = faults.Faults(2, 50, 0, 0, 1, 10, "disk")
+    assert settings.label == "slab 2%x50, page off, block 1%x10 disk"
+    assert faults.Faults(2, 50, 0, 0, 0, 0).label == "slab 2%x50, page off, block off"
     step = plan.Step("s01", KNOWN["nsmix"], "ext4", 2, settings)
-    assert step.label == "nsmix/ext4/p2 [slab 2%x50, page off, block 1%x10]"
+    assert step.label == "nsmix/ext4/p2 [slab 2%x50, page off, block 1%x10 disk]"
     lines = plan.render([step], 2, "test").splitlines()
     run = next(i for i, line in enumerate(lines) if line.startswith("run_step s01"))
-    assert lines[run - 1] == "faults_arm /dev/vda 2 50 0 0 1 10"
+    assert lines[run - 1] == "faults_arm /dev/vda 2 50 0 0 1 10 disk"
     assert lines[run + 1] == "faults_save s01"
     plain = plan.render([plan.Step("s01", KNOWN["nsmix"], "ext4", 2)], 2, "test")
     assert "faults_" not in plain
@@ -88,7 +90,7 @@ def test_the_guest_arms_task_filtered_faults_and_reports_what_was_injected(tmp_p
     env = scratch_debugfs(tmp_path)
     debugfs, disk = Path(env["FAULTS_DEBUGFS"]), Path(env["FAULTS_SYSBLOCK"]) / "vda"
     # Armed; then the kernel's countdowns as a step would leave them; then saved.
-    armed = guest_shell(tmp_path, env, 'faults_arm /dev/vda 2 50 0 0 1 10; '
+    armed = guest_shell(tmp_path, env, 'faults_arm /dev/vda 2 50 0 0 1 10 task; '
                         'echo "$INODE_DUEL_FAULTS" > armed.env; '
                         f'echo 13 > {debugfs}/failslab/times; '
                         f'cat {disk}/make-it-fail > disk.armed; '
@@ -113,10 +115,28 @@ def test_the_guest_arms_task_filtered_faults_and_reports_what_was_injected(tmp_p
         ("failslab", 50, 13, 37), ("fail_page_alloc", 0, 0, 0), ("fail_make_request", 10, 10, 0)]
 
 
+def test_in_the_disk_scope_every_request_may_fail_while_the_program_holds_the_disk(tmp_path):
+    env = scratch_debugfs(tmp_path)
+    debugfs, disk = Path(env["FAULTS_DEBUGFS"]), Path(env["FAULTS_SYSBLOCK"]) / "vda"
+    guest_shell(tmp_path, env, 'faults_arm /dev/vda 2 50 0 0 5 10 disk; '
+                'echo "$INODE_DUEL_FAULTS_DISK" > disk.env; '
+                f'cat {disk}/make-it-fail > disk.armed; '
+                f'cat {debugfs}/fail_make_request/task-filter > block.filter; '
+                'exec 9> results.raw; faults_save s01; echo "[$INODE_DUEL_FAULTS_DISK]" > after')
+    # The program, not the harness, arms the disk (workloads/src/faults.h).
+    assert (tmp_path / "disk.env").read_text() == f"{disk / 'make-it-fail'}\n"
+    assert (tmp_path / "disk.armed").read_text() == "0\n"
+    assert (tmp_path / "block.filter").read_text() == "N\n"
+    assert (tmp_path / "after").read_text() == "[]\n"
+    record = fault_injection.parse_record(
+        channel.parse((tmp_path / "results.raw").read_bytes()).text("s01.faults"))
+    assert [c.times for c in record.counts] == [50, 0, 10]
+
+
 def test_a_kernel_without_fault_injection_says_so_in_the_record(tmp_path):
     env = scratch_debugfs(tmp_path)
     (Path(env["FAULTS_DEBUGFS"]) / "fail_make_request").rmdir()
-    out = guest_shell(tmp_path, env, "faults_arm none 2 50 0 0 0 0; exec 9> results.raw; "
+    out = guest_shell(tmp_path, env, "faults_arm none 2 50 0 0 0 0 task; exec 9> results.raw; "
                       "faults_save s02")
     assert "not a faults kernel" in out.stdout
     record = fault_injection.parse_record(
@@ -178,7 +198,7 @@ def result(kernel, *reports, workload="torture", fs="ext4", round_no=1, **kw) ->
                   faults="slab 2%x50, page off, block 1%x10", status="ok",
                   boot=f"faults/seed1/boots/{kernel}", step="s01", wall_s=10.0,
                   injected={"failslab": 37, "fail_page_alloc": 0, "fail_make_request": 4},
-                  fault_error="", failed={"create.ENOMEM": 30, "stat.EIO": 2},
+                  bounds_reached=(), fault_error="", failed={"create.ENOMEM": 30, "stat.EIO": 2},
                   reports=tuple(Seen(kind, title, 100 + i)
                                 for i, (kind, title) in enumerate(reports)),
                   sites={"__d_alloc < d_alloc < lookup_one_qstr_excl": 20})
@@ -224,3 +244,46 @@ def test_the_summary_puts_mainline_beside_each_series(tmp_path):
     assert "**finding: only this series gave it**" in finding
     assert "faults/seed1/boots/piggin/console.log:100" in finding
     assert "not armed: no faults record" in text
+
+
+def captured_console() -> str:
+    import gzip
+    return gzip.decompress((DATA / "console.log.gz").read_bytes()).decode()
+
+
+def test_captured_faults_are_found_with_their_sites_and_tasks():
+    console = captured_console()
+    shown = fault_injection.parse_console(console)
+    spans = runner.step_lines(console)
+    per_step = {step: [f for f in shown if begin <= f.line <= end]
+                for step, (begin, end) in spans.items()}
+    assert {step: len(found) for step, found in per_step.items()} == \
+        {"s01": 41, "s02": 20, "s03": 22}
+    # Two vCPUs printed at once: the caller ids keep each stack whole.
+    assert {f.task for f in per_step["s01"]} == {"createunlink"}
+    assert {f.site for f in per_step["s01"]} == {
+        "__d_alloc < d_alloc < d_alloc_parallel", "shmem_alloc_inode < alloc_inode < new_inode"}
+    assert "ext4_alloc_inode < alloc_inode < iget_locked" in {f.site for f in per_step["s02"]}
+    # The disk scope: the log's own write failed, in a kworker.
+    [block] = [f for f in per_step["s03"] if f.attr == "fail_make_request"]
+    assert block.task.startswith("kworker") and block.chain[0].startswith("xlog_")
+
+
+def test_injected_takes_the_console_where_a_countdown_ran_out_short():
+    console = captured_console()
+    shown = fault_injection.parse_console(console)
+    spans = runner.step_lines(console)
+    got = {}
+    for step, (begin, end) in spans.items():
+        record = fault_injection.parse_record((DATA / f"{step}.faults").read_text())
+        got[step] = fault_injection.injected(record,
+                                             [f for f in shown if begin <= f.line <= end])
+    # times=40, left=0, yet 41 faults on the console and 41 failed creates.
+    assert got["s01"]["failslab"] == (41, True)
+    # Page faults in slab refills are __GFP_NOWARN: the counter has 10, the console 1.
+    assert got["s03"]["fail_page_alloc"] == (10, True)
+    assert got["s03"]["fail_make_request"] == (1, False)
+    assert got["s02"]["fail_make_request"] == (0, False)
+    lines = {step: (DATA / f"{step}.out").read_text().splitlines()[-1] for step in got}
+    assert lines["s01"].endswith("ops=41 elapsed_ns=0 procs=2 errors.create.ENOMEM=22 "
+                                 "errors.create.ENOSPC=19")

@@ -107,7 +107,9 @@ int main(int argc, char **argv)
 
 	team_start(&t, opt.nprocs, worker, NULL);
 	team_wait(&t);
+	faults_disk(1);
 	phase_run(&t, &opt, &ph, "create-unlink");
+	faults_disk(0);
 	team_hist(&t, 0, t.n, &h);
 	rep_start(&r, ph.name, team_ops(&t, 0, t.n), ph.t1 - ph.t0, t.n);
 	rep_hist(&r, &h);

@@ -63,15 +63,10 @@ static inline void faults_init(void)
 		     sizeof(*fault_counts));
 }
 
-/* 1: this task's kernel work may fail as the step's faults say; 0: not. */
-static inline void faults_arm(int on)
+static inline void faults_flag(const char *path, int on)
 {
-	static const char path[] = "/proc/self/make-it-fail";
-	int fd;
+	int fd = open(path, O_WRONLY);
 
-	if (!faults_on() || !is_guest())
-		return;
-	fd = open(path, O_WRONLY);
 	if (fd < 0)
 		fail("open %s (a kernel without CONFIG_FAULT_INJECTION?)",
 		     path);
@@ -79,6 +74,28 @@ static inline void faults_arm(int on)
 		fail("write %s", path);
 	if (close(fd) < 0)
 		fail("close %s", path);
+}
+
+/* 1: this task's kernel work may fail as the step's faults say; 0: not. */
+static inline void faults_arm(int on)
+{
+	if (faults_on() && is_guest())
+		faults_flag("/proc/self/make-it-fail", on);
+}
+
+/*
+ * A faults step whose block requests fail in the disk scope names the
+ * disk's make-it-fail file in INODE_DUEL_FAULTS_DISK: the parent holds it at
+ * 1 for its timed phases (faults_disk), so every request to the disk may
+ * fail then, the journal's and writeback's too, but not the mount or the
+ * teardown's.
+ */
+static inline void faults_disk(int on)
+{
+	const char *path = getenv("INODE_DUEL_FAULTS_DISK");
+
+	if (faults_on() && is_guest() && path && *path)
+		faults_flag(path, on);
 }
 
 /*

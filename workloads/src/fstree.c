@@ -271,6 +271,7 @@ int main(int argc, char **argv)
 
 	team_start(&t, opt.nprocs, worker, NULL);
 	team_wait(&t);
+	faults_disk(1);
 	for (i = 0; i < 3; i++) {
 		struct phase ph = { 0 };
 
@@ -280,6 +281,7 @@ int main(int argc, char **argv)
 		phase_run(&t, &opt, &ph, names[i]);
 		report(&t, &ph);
 	}
+	faults_disk(0);
 	team_release(&t);
 	team_finish(&t);
 	faults_report(keys, NR_KEYS, t.n);

@@ -11,8 +11,8 @@
  * over an existing name and a RENAME_EXCHANGE, d_move of a directory with
  * children, xattr updates that move a value out of the inode into a block
  * of its own and back (ext4, XFS), and, with -D, worker 0 dropping the
- * dentry and inode caches every 50 operations so that the lookups that
- * follow read the inodes back (iget) while the others create and unlink.
+ * caches every 50 operations so that the lookups that follow read the
+ * inodes back from the disk (iget) while the others create and unlink.
  */
 #include "common.h"
 #include "faults.h"
@@ -33,8 +33,8 @@ static const char usage_msg[] =
 "children), setxattr, getxattr, listxattr and removexattr (trusted.nsmix.N,\n"
 "values of 16 B to 2 KiB, at most 2.5 KiB an inode, on files and\n"
 "directories; off, with a note, where the filesystem or the process cannot)\n"
-"and stat; worker 0 also drops the dentry and inode caches (drop_caches 2)\n"
-"every 50 operations with -D.\n"
+"and stat; worker 0 also drops the caches (drop_caches 3: dentries, inodes\n"
+"and the blocks that hold them) every 50 operations with -D.\n"
 "Phase mix; ops = all operations; one key per operation type, and seed=.\n"
 "With " FAULTS_ENV "=1 (a faults step) an operation that fails is counted\n"
 "(a last line: phase errors, errors.<op>.<ERRNO>=N) instead of ending the\n"
@@ -582,7 +582,7 @@ static int worker(int id, void *arg)
 		do_op(choose());
 		if (!id && opt.drop && n++ % 50 == 49) {
 			faults_arm(0);
-			drop_caches(2, 0);
+			drop_caches(3, 0);
 			faults_arm(1);
 			me->cnt[OP_DROP]++;
 			me->ops++;
@@ -633,7 +633,9 @@ int main(int argc, char **argv)
 	team_start(&t, opt.nprocs, worker, NULL);
 	team_wait(&t);
 	ph.dur_ns = seconds * 1000000000ull;
+	faults_disk(1);
 	phase_run(&t, &opt, &ph, "mix");
+	faults_disk(0);
 	rep_start(&r, ph.name, team_ops(&t, 0, t.n), ph.t1 - ph.t0, t.n);
 	for (k = 0; k < OP_TEARDOWN; k++)
 		rep_kv(&r, keys[k], team_cnt(&t, 0, t.n, k));

@@ -263,10 +263,12 @@ static void run_umount(int n)
 	if (umount(opt.dir) < 0) {
 		soft(K_UMOUNT, "umount %s (does a process still use it?)",
 		     opt.dir);
+		faults_disk(0);
 		return;
 	}
 	t1 = now_ns();
 	lsw_end(&opt, "umount");
+	faults_disk(0);
 	if (mount(dev, opt.dir, fstype, 0, mdata) < 0) {
 		soft(K_MOUNT, "mount -t %s %s %s", fstype, dev, opt.dir);
 		return;
@@ -320,7 +322,10 @@ int main(int argc, char **argv)
 
 	team_start(&t, n, worker, NULL);
 	team_wait(&t);
+	faults_disk(1);
 	run_churn(&t);
+	if (!dev)
+		faults_disk(0);
 	team_release(&t);
 	if (dev) {
 		team_wait(&t);

@@ -522,7 +522,9 @@ int main(int argc, char **argv)
 	team_start(&t, opt.nprocs, worker, NULL);
 	team_wait(&t);
 	ph.dur_ns = seconds * 1000000000ull;
+	faults_disk(1);
 	phase_run(&t, &opt, &ph, "mix");
+	faults_disk(0);
 	rep_start(&r, ph.name, team_ops(&t, 0, t.n), ph.t1 - ph.t0, t.n);
 	for (k = 0; k < NR_KEYS; k++)
 		rep_kv(&r, keys[k], team_cnt(&t, 0, t.n, k));

@@ -30,7 +30,10 @@ faults_set() {
 	echo "$2" > "$d/probability"
 }
 
-# faults_arm DEVICE SLAB% SLAB_TIMES PAGE% PAGE_TIMES BLOCK% BLOCK_TIMES
+# faults_arm DEVICE SLAB% SLAB_TIMES PAGE% PAGE_TIMES BLOCK% BLOCK_TIMES SCOPE
+# SCOPE task: the armed tasks' own block requests fail (the disk stays
+# eligible for the whole step); disk: every request to the disk, while the
+# program holds INODE_DUEL_FAULTS_DISK at 1 (its timed phases).
 faults_arm() {
 	FAULTS_DISK=none FAULTS_ERROR=
 	for attr in $FAULTS_ATTRS; do
@@ -50,7 +53,13 @@ faults_arm() {
 	faults_set fail_make_request "$6" "$7"
 	if [ "$1" != none ]; then
 		FAULTS_DISK=$FAULTS_SYSBLOCK/${1#/dev/}/make-it-fail
-		echo 1 > "$FAULTS_DISK"
+		if [ "$8" = disk ]; then
+			echo N > "$FAULTS_DEBUGFS/fail_make_request/task-filter"
+			echo 0 > "$FAULTS_DISK"
+			export INODE_DUEL_FAULTS_DISK="$FAULTS_DISK"
+		else
+			echo 1 > "$FAULTS_DISK"
+		fi
 	fi
 	FAULTS_TIMES="$3 $5 $7"
 	export INODE_DUEL_FAULTS=1
@@ -77,7 +86,7 @@ faults_save() {
 		done
 		[ "$FAULTS_DISK" != none ] && echo 0 > "$FAULTS_DISK"
 	fi
-	unset INODE_DUEL_FAULTS
+	unset INODE_DUEL_FAULTS INODE_DUEL_FAULTS_DISK
 	emit "${out#/tmp/}" "$out"
 	rm -f "$out"
 }
