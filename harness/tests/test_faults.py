@@ -37,7 +37,10 @@ def test_faults_are_drawn_from_seed_round_and_step_never_the_kernel():
     tmpfs = [faults_run.draw_faults(1, r, w, "tmpfs", 2) for r in range(1, 20)
              for w in faults_run.FAULT_WORKLOADS]
     assert {(f.block_percent, f.block_times, f.block_scope) for f in tmpfs} == {(0, 0, "task")}
-    assert {f.block_scope for f in drawn} == set(faults_run.BLOCK_SCOPES)
+    for r in (1, 2):
+        for w in faults_run.FAULT_WORKLOADS:
+            scopes = {faults_run.draw_faults(1, r, w, fs, 2).block_scope for fs in ("ext4", "xfs")}
+            assert scopes == set(faults_run.BLOCK_SCOPES)
     assert {f.page_percent for f in tmpfs} == {0, *faults_run.PAGE_PERCENT}
 
 
