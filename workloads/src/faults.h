@@ -123,6 +123,29 @@ static inline void soft(int key, const char *fmt, ...)
 	fail("%s", msg);
 }
 
+/*
+ * Which of a worker's n files exist, in a faults step only (NULL outside
+ * one): a file whose create failed is not unlinked or stat'ed later, so an
+ * injected fault is counted once, not again as an ENOENT.
+ */
+static inline unsigned char *faults_made(long n)
+{
+	unsigned char *made;
+
+	if (!faults_on())
+		return NULL;
+	made = calloc(n, 1);
+	if (!made)
+		fail("calloc %ld", n);
+	return made;
+}
+
+/* Does file k exist (always, outside a faults step)? */
+static inline int faults_exists(const unsigned char *made, long k)
+{
+	return !made || made[k];
+}
+
 static inline uint64_t fault_count(int key, int err)
 {
 	uint64_t sum = 0;

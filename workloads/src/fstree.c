@@ -44,6 +44,7 @@ static const char *const keys[NR_KEYS] = {
 
 static long nfiles = 5000, perdir = 1000;
 static struct copts opt;
+static unsigned char *made;	/* faults_made() */
 
 static int ndirs(void)
 {
@@ -98,10 +99,14 @@ static void create_tree(int top)
 			timed_start(&t);
 			fd = openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY,
 				    0644);
-			if (fd < 0)
+			if (fd < 0) {
 				soft(C_CREATE, "create d%d/%s", j, name);
-			else if (close(fd) < 0)
-				soft(C_CLOSE, "close d%d/%s", j, name);
+			} else {
+				if (made)
+					made[k] = 1;
+				if (close(fd) < 0)
+					soft(C_CLOSE, "close d%d/%s", j, name);
+			}
 			timed_end(t);
 		}
 		close(dfd);
@@ -198,6 +203,8 @@ static void unlink_tree(int top)
 		for (; k < dir_end(j); k++) {
 			uint64_t t = 0;
 
+			if (!faults_exists(made, k))
+				continue;
 			snprintf(name, sizeof(name), "f%ld", k);
 			timed_start(&t);
 			if (unlinkat(dfd, name, 0) < 0)
@@ -217,6 +224,7 @@ static int worker(int id, void *arg)
 	int top = worker_dir(opt.dir, id, path, sizeof(path));
 
 	(void)arg;
+	made = faults_made(nfiles);
 	wbarrier();
 	faults_arm(1);
 	create_tree(top);
