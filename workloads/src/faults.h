@@ -63,24 +63,28 @@ static inline void faults_init(void)
 		     sizeof(*fault_counts));
 }
 
-static inline void faults_flag(const char *path, int on)
-{
-	int fd = open(path, O_WRONLY);
-
-	if (fd < 0)
-		fail("open %s (a kernel without CONFIG_FAULT_INJECTION?)",
-		     path);
-	if (write(fd, on ? "1" : "0", 1) != 1)
-		fail("write %s", path);
-	if (close(fd) < 0)
-		fail("close %s", path);
-}
-
-/* 1: this task's kernel work may fail as the step's faults say; 0: not. */
+/*
+ * 1: this task's kernel work may fail as the step's faults say; 0: not.
+ * The file stays open: opening it while armed needs a dentry, which may
+ * fail (mainline, 2026-12-06: torture's worker could not disarm itself).
+ * Opened by the process that writes it: /proc/self is the opener.
+ */
 static inline void faults_arm(int on)
 {
-	if (faults_on() && is_guest())
-		faults_flag("/proc/self/make-it-fail", on);
+	static pid_t opener;
+	static int fd = -1;
+
+	if (!faults_on() || !is_guest())
+		return;
+	if (opener != getpid()) {
+		fd = open("/proc/self/make-it-fail", O_WRONLY);
+		if (fd < 0)
+			fail("open /proc/self/make-it-fail (a kernel without "
+			     "CONFIG_FAULT_INJECTION?)");
+		opener = getpid();
+	}
+	if (write(fd, on ? "1" : "0", 1) != 1)
+		fail("write /proc/self/make-it-fail");
 }
 
 /*
@@ -93,9 +97,18 @@ static inline void faults_arm(int on)
 static inline void faults_disk(int on)
 {
 	const char *path = getenv("INODE_DUEL_FAULTS_DISK");
+	int fd;
 
-	if (faults_on() && is_guest() && path && *path)
-		faults_flag(path, on);
+	/* The parent, which no fault is armed for, calls this. */
+	if (!faults_on() || !is_guest() || !path || !*path)
+		return;
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		fail("open %s", path);
+	if (write(fd, on ? "1" : "0", 1) != 1)
+		fail("write %s", path);
+	if (close(fd) < 0)
+		fail("close %s", path);
 }
 
 /*
