@@ -1,8 +1,9 @@
 """End to end: mainline's faults image under fault injection, and make faults resuming.
 
 Builds (or reuses) mainline/faults, another image than the one make test
-builds (5-13 minutes when missing), then boots it three times: one boot of
-two steps, and a faults run of one workload that a second run finds done.
+builds (5-30 minutes when missing), then boots it twice: three steps under
+chosen faults, and a faults run of one workload (tmpfs, ext4, XFS) that a
+second run finds done. About 5.5 minutes on 2026-12-06 with the host shared.
 """
 
 import dataclasses
