@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from harness.boot import channel, runner
-from harness.guest import faults, plan, protocol, workloads
+from harness.guest import faults, plan, protocol
 from harness.layout import REPO_ROOT, default_layout
 from harness.parsers import fault_injection
 from harness.run import faults as faults_run
 from harness.run import faults_summary
 from harness.run.faults_summary import CellResult, Seen
+from harness.tests import shipped
 
 ROOTFS = REPO_ROOT / "harness" / "guest" / "rootfs"
-KNOWN = workloads.load_all(REPO_ROOT / "workloads")
 DATA = REPO_ROOT / "harness" / "test_data" / "faults"
 
 
@@ -48,13 +48,13 @@ def test_a_faults_step_is_armed_before_run_step_and_read_back_after():
     settings = faults.Faults(2, 50, 0, 0, 1, 10, "disk")
     assert settings.label == "slab 2%x50, page off, block 1%x10 disk"
     assert faults.Faults(2, 50, 0, 0, 0, 0).label == "slab 2%x50, page off, block off"
-    step = plan.Step("s01", KNOWN["nsmix"], "ext4", 2, settings)
+    step = plan.Step("s01", shipped.workload("nsmix"), "ext4", 2, settings)
     assert step.label == "nsmix/ext4/p2 [slab 2%x50, page off, block 1%x10 disk]"
     lines = plan.render([step], 2, "test").splitlines()
     run = next(i for i, line in enumerate(lines) if line.startswith("run_step s01"))
     assert lines[run - 1] == "faults_arm /dev/vda 2 50 0 0 1 10 disk"
     assert lines[run + 1] == "faults_save s01"
-    plain = plan.render([plan.Step("s01", KNOWN["nsmix"], "ext4", 2)], 2, "test")
+    plain = plan.render([plan.Step("s01", shipped.workload("nsmix"), "ext4", 2)], 2, "test")
     assert "faults_" not in plain
 
 

@@ -13,11 +13,12 @@ import pytest
 
 from harness import lockorder
 from harness.boot import qemu, runner
-from harness.guest import faults, initramfs, plan, workloads
+from harness.guest import faults, initramfs, plan
 from harness.kernels import kbuild
 from harness.layout import default_layout
 from harness.parsers import fault_injection
 from harness.run import faults as faults_run
+from harness.tests import shipped
 
 pytestmark = [pytest.mark.boot, pytest.mark.extra_image]
 
@@ -30,7 +31,7 @@ def built():
 
 def test_the_kernel_fails_what_the_step_asks_and_the_workload_counts_it(built, tmp_path):
     layout, image = built
-    known = workloads.load_all(layout.workloads)
+    known = {name: shipped.workload(name) for name in ("create-unlink", "nsmix", "fstree")}
     files = initramfs.prepare(layout, [known[n] for n in ("create-unlink", "nsmix", "fstree")])
     steps = [plan.Step("s01", known["create-unlink"], "tmpfs", 2, faults.Faults(5, 40, 0, 0, 0, 0)),
              plan.Step("s02", known["nsmix"], "ext4", 2,
@@ -79,7 +80,7 @@ def test_the_kernel_fails_what_the_step_asks_and_the_workload_counts_it(built, t
 def test_make_faults_resumes_without_booting_again(built, tmp_path):
     layout, _ = built
     layout = dataclasses.replace(layout, results=tmp_path / "results")
-    known = list(workloads.load_all(layout.workloads).values())
+    known = [shipped.workload("create-unlink")]
     out = faults_run.faults(layout, ["mainline"], known, None, seed=5, names=("create-unlink",))
     summary = json.loads((out / "summary.json").read_text())
     assert summary["finished"] and len(summary["boots"]) >= 1
