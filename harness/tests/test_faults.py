@@ -76,7 +76,7 @@ def scratch_debugfs(tmp_path: Path) -> dict[str, str]:
         (slab / cache).mkdir(parents=True)
         (slab / cache / "failslab").write_text(f"{marked}\n")
     definitions = tmp_path / "protocol.sh"
-    definitions.write_text(protocol.shell_definitions())
+    definitions.write_text(protocol.shell_definitions() + f"HARNESS_DIR='{tmp_path}'\n")
     return {"PATH": "/bin:/usr/bin", "INODE_DUEL_PROTOCOL": str(definitions),
             "FAULTS_DEBUGFS": str(debugfs), "FAULTS_SYSBLOCK": str(sysblock),
             "FAULTS_SLAB": str(slab)}

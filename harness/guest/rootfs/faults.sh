@@ -1,6 +1,6 @@
 # Fault injection of a faults step (make faults; harness/guest/faults.py says
-# what each setting means). Sourced by /init after inode-duel.sh: emit and
-# MARK come from there. The plan calls faults_arm before a step's run_step
+# what each setting means). Sourced by /init after inode-duel.sh: emit, MARK
+# and HARNESS_DIR come from there. The plan calls faults_arm before a step's run_step
 # and faults_save after it.
 
 # Overridable so the host's tests can point them at a scratch folder.
@@ -69,8 +69,10 @@ faults_arm() {
 # and how many faults are left, as the record ID.faults; then nothing fails
 # any more.
 faults_save() {
-	out=/tmp/$1.faults
-	: > "$out"
+	name=$1.faults out=$HARNESS_DIR/$1.faults
+	# Not ": > FILE": a redirection that fails on a special builtin ends the
+	# shell, and this shell is PID 1.
+	rm -f "$out"
 	if [ -n "$FAULTS_ERROR" ]; then
 		echo "error $FAULTS_ERROR" >> "$out"
 	else
@@ -87,6 +89,6 @@ faults_save() {
 		[ "$FAULTS_DISK" != none ] && echo 0 > "$FAULTS_DISK"
 	fi
 	unset INODE_DUEL_FAULTS INODE_DUEL_FAULTS_DISK
-	emit "${out#/tmp/}" "$out"
+	emit "$name" "$out"
 	rm -f "$out"
 }
