@@ -2,6 +2,8 @@
 #
 #   make compare   [KERNELS="mainline base ..."] [CPUS="1 2"] [REPEAT=3] [WORKLOADS=default|all|names]
 #   make kernels   [KERNELS=...]        build (or find cached) perf and debug images
+#   make soak DURATION=1h               random mixes on the debug and sanitize kernels
+#   make faults [DURATION=2h]           fault injection in the inode cache, mainline the control
 #   make bisect-check SERIES=NAME       every patch of a series builds, boots, passes checkpatch
 #   make slides    [RUN_DIR=...]        slides.pdf of a run (default: the latest)
 #   make test                           unit tests and the end-to-end boot test
@@ -62,7 +64,7 @@ WORKLOAD_PACKAGES := $(shell $(PYTHON) -m harness workload-packages $(WORKLOADS_
 ALL_PACKAGES = $(PACKAGES) $(WORKLOAD_PACKAGES)
 DEPS_STAMP = build/.deps-$(shell echo $(ALL_PACKAGES) | md5sum | cut -c1-8)
 
-.PHONY: compare soak report slides reference kernels bisect-check compile-check test test-extra unit-test clean deps check-workloads padlock-image padlock-sweep
+.PHONY: compare soak faults report slides reference kernels bisect-check compile-check test test-extra unit-test clean deps check-workloads padlock-image padlock-sweep
 
 # Only the knobs that were set, on one line: the echoed command is what ran.
 COMPARE_KNOBS = $(strip $(if $(KERNELS),--kernels $(KERNELS)) $(if $(CPUS),--cpus $(CPUS)) \
@@ -86,6 +88,13 @@ compare: $(DEPS_STAMP) check-workloads
 # Random workload mixes on the debug and sanitize kernels until DURATION is up.
 soak: $(DEPS_STAMP) check-workloads
 	$(strip $(HARNESS) soak --duration $(or $(DURATION),$(error DURATION=45m|2h|... is required)) $(SOAK_KNOBS))
+
+# Fault injection in the inode cache on the faults kernels, mainline the control:
+# one round of every faults workload and filesystem, or rounds until DURATION is up.
+FAULTS_KNOBS = $(strip $(if $(KERNELS),--kernels $(KERNELS)) $(if $(CPUS),--cpus $(CPUS)) \
+	$(if $(DURATION),--duration $(DURATION)) $(if $(SEED),--seed $(SEED)) $(WORKLOADS_DIR_ARG))
+faults: $(DEPS_STAMP) check-workloads
+	$(strip $(HARNESS) faults $(FAULTS_KNOBS))
 
 report:
 	$(HARNESS) report $(RUN_DIR) $(if $(BASELINE),--baseline $(BASELINE))

@@ -6,6 +6,7 @@
     compare [--kernels ...] [--cpus ...] ...          the measurement matrix, then its report
             [--executor slurm --slurm-partition P]    ... with every boot a Slurm job
     soak --duration 2h [--kernels ...] ...            random mixes on debug/sanitize kernels
+    faults [--duration 2h] [--kernels ...] ...        fault injection, mainline the control
     report [RUN_DIR] [--baseline K]                   report.md and report.html of a run
     slides [RUN_DIR] [--baseline K]                   slides.pdf of a run
     reference [RUN_DIR] | --check                     publish a run as results/reference
@@ -36,7 +37,7 @@ from harness.guest import check, deps, initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
 from harness.report import charts, document, reference, slides, svg_pages
-from harness.run import compare, finish, matrix, nodejob, slurm, soak
+from harness.run import compare, faults, finish, matrix, nodejob, slurm, soak
 from harness.layout import default_layout, folder_list, slug
 
 DEFAULT_CPUS = min(2, os.cpu_count() or 1)  # of `boot` without --cs
@@ -251,6 +252,22 @@ def cmd_soak(args) -> int:
     return 0
 
 
+def cmd_faults(args) -> int:
+    layout = _layout(args)
+    known = list(workloads.load_all(layout.workloads).values())
+    kernels = (series.expand_names(layout, _split(args.kernels)) if args.kernels
+               else existing_kernels(layout))
+    for kernel in kernels:
+        series.resolve(layout, kernel)
+        lockorder.for_kernel(layout, kernel)
+    duration = soak.parse_duration(args.duration) if args.duration else None
+    cpus = tuple(int(c) for c in _split(args.cpus)) or faults.FAULT_CPUS
+    out = faults.faults(layout, kernels, known, duration, cpus, args.seed, args.accel)
+    print((out / "summary.md").read_text(), end="")
+    progress.say(f"faults done: {out}")
+    return 0
+
+
 def site_of(args, layout) -> compare.Site:
     """Where the boots run: this machine, or the nodes of a Slurm partition."""
     if args.executor == "local":
@@ -457,6 +474,19 @@ def _add_soak(sub) -> None:
     p.set_defaults(func=cmd_soak)
 
 
+def _add_faults(sub) -> None:
+    p = sub.add_parser("faults", help="fault injection in the inode cache, mainline the control")
+    p.add_argument("--kernels", nargs="*", default=[])
+    p.add_argument("--duration", help="rounds until this is up (e.g. 2h); default: one round")
+    p.add_argument("--cpus", nargs="*", default=[],
+                   help=f"default: {' '.join(map(str, faults.FAULT_CPUS))}")
+    p.add_argument("--seed", type=int, default=1,
+                   help="the same seed asks every kernel to fail the same way")
+    p.add_argument("--accel", default="tcg", choices=["tcg", "kvm"])
+    _add_workloads_dir(p)
+    p.set_defaults(func=cmd_faults)
+
+
 def _add_report(sub) -> None:
     p = sub.add_parser("report", help="write report.md/report.html of a run folder")
     p.add_argument("run_dir", nargs="?", help="default: results/latest")
@@ -531,6 +561,7 @@ SUBCOMMANDS = (
     _add_boot,
     _add_compare,
     _add_soak,
+    _add_faults,
     _add_report,
     _add_slides,
     _add_reference,

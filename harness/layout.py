@@ -148,6 +148,11 @@ class Layout:
         """One folder per make soak: its boots and summary."""
         return self.results / "soak"
 
+    @property
+    def faults(self) -> Path:
+        """One folder per make faults seed: its boots and summary."""
+        return self.results / "faults"
+
     def bisect_dir(self, kernel: str, key: str) -> Path:
         """The smoke boot of one bisection point."""
         return self.results / "bisect" / f"{slug(kernel)}-{key}"

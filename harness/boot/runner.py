@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness.boot import channel, measure, qemu, tcg_cs
-from harness.guest import initramfs, plan, protocol
+from harness.guest import faults, initramfs, plan, protocol
 from harness.kernels.kbuild import KernelImage
 from harness.lockorder import LockOrder
 from harness.parsers import kernel_reports
@@ -182,9 +182,21 @@ SLOW_GUEST_DETECTORS = ("rcupdate.rcu_cpu_stall_timeout=300", "watchdog_thresh=6
                         "sysctl.kernel.hung_task_timeout_secs=600")
 
 
+SLOW_FLAVOURS = ("sanitize", "faults")  # KASAN kernels
+
+
 def detector_cmdline(flavour: str, accel: str) -> str:
     """Kernel command line words that set the hang detectors for this boot."""
-    return " ".join(SLOW_GUEST_DETECTORS) if flavour == "sanitize" and accel == "tcg" else ""
+    return " ".join(SLOW_GUEST_DETECTORS) if flavour in SLOW_FLAVOURS and accel == "tcg" else ""
+
+
+def boot_cmdline(flavour: str, accel: str) -> str:
+    """Kernel command line words a flavour's boots add: the hang detectors, and
+    for faults the slab caches failslab may fail (guest/faults.py)."""
+    words = [detector_cmdline(flavour, accel)]
+    if flavour == "faults":
+        words.append(faults.KERNEL_CMDLINE)
+    return " ".join(w for w in words if w)
 
 
 def boot_timeout(steps: list[plan.Step], machine: qemu.Machine) -> float:
@@ -211,7 +223,7 @@ def run_boot(image: KernelImage, files: initramfs.GuestFiles, machine: qemu.Mach
     """Boot, keep everything in directory, and return the boot's record; `watchers`
     see the console too (the padlock sweep samples the host's scheduler with one)."""
     # Mixed kernel parameters are refused before anything is written.
-    cmdline = " ".join(filter(None, [detector_cmdline(image.flavour, machine.accel),
+    cmdline = " ".join(filter(None, [boot_cmdline(image.flavour, machine.accel),
                                      plan.kernel_cmdline(steps)]))
     directory.mkdir(parents=True, exist_ok=True)
     plan_path = directory / "plan.sh"

@@ -135,6 +135,7 @@ def harness_files(helper: Path) -> list[GuestFile]:
              for d in ("dev", "proc", "sys", "tmp", "mnt", "mnt/work", "sys/kernel/debug")]
     files += [deps.regular("/init", ROOTFS_DIR / "init", origin, 0o755),
               deps.regular("/lib/inode-duel.sh", ROOTFS_DIR / "inode-duel.sh", origin, 0o644),
+              deps.regular("/lib/inode-duel-faults.sh", ROOTFS_DIR / "faults.sh", origin, 0o644),
               GuestFile("/lib/inode-duel-protocol.sh", stat.S_IFREG | 0o644,
                         protocol.shell_definitions().encode(), origin),
               deps.regular("/bin/stepwatch", helper, origin, 0o755),

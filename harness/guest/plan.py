@@ -11,6 +11,7 @@ import shlex
 from dataclasses import dataclass
 
 from harness.guest import protocol
+from harness.guest.faults import Faults, save_line
 from harness.guest.workloads import Workload
 
 
@@ -20,10 +21,12 @@ class Step:
     workload: Workload
     fs: str
     procs: int
+    faults: Faults | None = None  # fault injection around the step (make faults)
 
     @property
     def label(self) -> str:
-        return f"{self.workload.name}/{self.fs}/p{self.procs}"
+        label = f"{self.workload.name}/{self.fs}/p{self.procs}"
+        return f"{label} [{self.faults.label}]" if self.faults else label
 
 
 def make_steps(items: list[tuple[Workload, str, int]]) -> list[Step]:
@@ -76,7 +79,11 @@ def render(steps: list[Step], cpus: int, header: str) -> str:
                 workload.window, str(step.procs), command]
         if workload.window == "lines":
             args += [workload.lock_start, workload.lock_end]
+        if step.faults:
+            lines.append(" ".join(shlex.quote(a) for a in step.faults.arm_line(dev)))
         lines.append(" ".join(shlex.quote(arg) for arg in args))
+        if step.faults:
+            lines.append(" ".join(save_line(step.id)))
         lines.append(f"# {shlex.quote(step.label)}")
     lines.append("finish")
     return "\n".join(lines) + "\n"

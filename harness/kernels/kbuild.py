@@ -26,9 +26,12 @@ from harness import procgroup, progress
 from harness.kernels import series, source
 from harness.layout import REPO_ROOT, Layout
 
-FLAVOURS = ("perf", "debug", "sanitize")
+FLAVOURS = ("perf", "debug", "sanitize", "faults")
 DEFAULT_FLAVOURS = ("perf", "debug")  # sanitize is slow to build and boot: asked for by name
-LOCKDEP_FLAVOURS = ("debug", "sanitize")  # boots whose /proc/lockdep is dumped
+LOCKDEP_FLAVOURS = ("debug", "sanitize", "faults")  # boots whose /proc/lockdep is dumped
+# A flavour that extends another: its fragment is applied after the other's.
+# faults is sanitize plus fault injection (configs/faults.config).
+BASE_FLAVOUR = {"faults": "sanitize"}
 # Patches a flavour applies after the kernel's own, as a series of their own.
 # The perf flavour carries the tcg-cs lock-class markers (one `cs cmpq` at
 # each lock initialisation, none inside a critical section; their cost is
@@ -79,7 +82,9 @@ TYPICAL_FULL_BUILD_STEPS = {"perf": 1438, "debug": 1474}
 def fragments(layout: Layout, flavour: str) -> list[Path]:
     if flavour not in FLAVOURS:
         raise BuildError(f"unknown flavour {flavour!r}: expected one of {', '.join(FLAVOURS)}")
-    return [layout.configs / "guest.config", layout.configs / f"{flavour}.config"]
+    base = BASE_FLAVOUR.get(flavour)
+    own = [layout.configs / f"{flavour}.config"]
+    return (fragments(layout, base) + own) if base else [layout.configs / "guest.config"] + own
 
 
 def flavoured(kernel: series.Kernel, flavour: str) -> series.Kernel:

@@ -173,6 +173,12 @@ def _split(text: str) -> list[_Line]:
     return out
 
 
+def console_lines(text: str) -> list[_Line]:
+    """A console log's lines without their prefixes, each with the task or CPU
+    that printed it (CONFIG_PRINTK_CALLER), for other parsers of the console."""
+    return _split(text)
+
+
 # --------------------------------------------------------------- headlines
 
 _LOCKDEP_HEAD = r"^\[? ?(?:WARNING|INFO|BUG): "

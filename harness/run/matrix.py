@@ -196,9 +196,9 @@ def cell_key(image: KernelImage, guest_digest: str, config: BootConfig, workload
     h.update(json.dumps([image.key, guest_digest, config.flavour, config.mode, machine.id,
                          config.cpus, config.repetition, fs, procs]).encode())
     h.update(workload.text.encode())
-    detectors = runner.detector_cmdline(config.flavour, config.accel)
-    if detectors:  # other thresholds, other reports
-        h.update(detectors.encode())
+    cmdline = runner.boot_cmdline(config.flavour, config.accel)
+    if cmdline:  # other thresholds (or caches that may fail), other reports
+        h.update(cmdline.encode())
     words = config.machine(machine.accel).kernel_words
     if words:  # -icount boots keep the SMP code (qemu.ICOUNT_CMDLINE)
         h.update(words.encode())

@@ -40,6 +40,16 @@ def test_shipped_fragments_ask_for_what_the_design_needs():
     assert wanted["perf", "perf.config"]["CONFIG_LOCK_STAT"][1] == "n"
 
 
+def test_faults_is_the_sanitize_configuration_plus_fault_injection():
+    names = [p.name for p in kbuild.fragments(default_layout(), "faults")]
+    assert names == ["guest.config", "sanitize.config", "faults.config"]
+    faults = kbuild.parse_fragment(default_layout().configs / "faults.config")
+    for option in ("CONFIG_FAULT_INJECTION", "CONFIG_FAILSLAB", "CONFIG_FAIL_PAGE_ALLOC",
+                   "CONFIG_FAIL_MAKE_REQUEST", "CONFIG_FAULT_INJECTION_DEBUG_FS"):
+        assert faults[option][1] == "y", option
+    assert "faults" in kbuild.LOCKDEP_FLAVOURS
+
+
 def test_image_key_changes_with_patch_content(tmp_path):
     info = source.SourceInfo("6.1.192-3", "6.1.192", "pristine/6.1.192-3")
     frags = kbuild.fragments(default_layout(), "debug")

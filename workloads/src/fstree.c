@@ -14,6 +14,7 @@
  * (cold=0).
  */
 #include "common.h"
+#include "faults.h"
 
 #include <dirent.h>
 #include <getopt.h>
@@ -26,14 +27,34 @@ static const char usage_msg[] =
 "unlink (unlink every file, rmdir the directories); ops = files.  With -D\n"
 "caches are dropped (sync; drop_caches 3) before walk and before unlink.\n"
 "  -n N       files per worker (default 5000)\n"
-"  -f F       files per directory (default 1000)\n";
+"  -f F       files per directory (default 1000)\n"
+"With " FAULTS_ENV "=1 (a faults step) a failed operation is counted (a last\n"
+"line: phase errors, errors.<phase>.<op>.<ERRNO>=N) and the phase goes on: the\n"
+"files of a directory that could not be made or opened are skipped, the\n"
+"walk sees the files it can, and the teardown removes what is left.\n";
+
+/* Failed operations, named by phase and operation. */
+enum { C_MKDIR, C_OPEN, C_CREATE, C_CLOSE, W_OPEN, W_FSTATAT, W_READDIR,
+	U_OPEN, U_UNLINK, U_RMDIR, TEARDOWN, NR_KEYS };
+static const char *const keys[NR_KEYS] = {
+	"create.mkdir", "create.open", "create.create", "create.close",
+	"walk.open", "walk.fstatat", "walk.readdir", "unlink.open",
+	"unlink.unlink", "unlink.rmdir", "teardown",
+};
 
 static long nfiles = 5000, perdir = 1000;
 static struct copts opt;
+static unsigned char *made;	/* faults_made() */
 
 static int ndirs(void)
 {
 	return (nfiles + perdir - 1) / perdir;
+}
+
+/* The first file past directory j. */
+static long dir_end(int j)
+{
+	return nfiles < (j + 1) * perdir ? nfiles : (j + 1) * perdir;
 }
 
 static void timed_start(uint64_t *t)
@@ -59,12 +80,18 @@ static void create_tree(int top)
 		int dfd;
 
 		snprintf(name, sizeof(name), "d%d", j);
-		if (mkdirat(top, name, 0755) < 0)
-			fail("mkdir %s", name);
+		if (mkdirat(top, name, 0755) < 0) {
+			soft(C_MKDIR, "mkdir %s", name);
+			k = dir_end(j);
+			continue;
+		}
 		dfd = openat(top, name, O_RDONLY | O_DIRECTORY);
-		if (dfd < 0)
-			fail("open %s", name);
-		for (; k < nfiles && k < (j + 1) * perdir; k++) {
+		if (dfd < 0) {
+			soft(C_OPEN, "open %s", name);
+			k = dir_end(j);
+			continue;
+		}
+		for (; k < dir_end(j); k++) {
 			uint64_t t = 0;
 			int fd;
 
@@ -72,10 +99,14 @@ static void create_tree(int top)
 			timed_start(&t);
 			fd = openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY,
 				    0644);
-			if (fd < 0)
-				fail("create d%d/%s", j, name);
-			if (close(fd) < 0)
-				fail("close d%d/%s", j, name);
+			if (fd < 0) {
+				soft(C_CREATE, "create d%d/%s", j, name);
+			} else {
+				if (made)
+					made[k] = 1;
+				if (close(fd) < 0)
+					soft(C_CLOSE, "close d%d/%s", j, name);
+			}
 			timed_end(t);
 		}
 		close(dfd);
@@ -91,8 +122,10 @@ static long walk_dir(int top, const char *dname)
 	int dfd;
 
 	dfd = openat(top, dname, O_RDONLY | O_DIRECTORY);
-	if (dfd < 0)
-		fail("open %s", dname);
+	if (dfd < 0) {
+		soft(W_OPEN, "open %s", dname);
+		return 0;
+	}
 	d = fdopendir(dfd);
 	if (!d)
 		fail("fdopendir %s", dname);
@@ -104,12 +137,12 @@ static long walk_dir(int top, const char *dname)
 			continue;
 		timed_start(&t);
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			fail("fstatat %s/%s", dname, de->d_name);
+			soft(W_FSTATAT, "fstatat %s/%s", dname, de->d_name);
 		timed_end(t);
 		seen++;
 	}
 	if (errno)
-		fail("readdir %s", dname);
+		soft(W_READDIR, "readdir %s", dname);
 	closedir(d);
 	return seen;
 }
@@ -123,8 +156,10 @@ static void walk_tree(int top)
 
 	/* A fresh fd: the one kept open would carry a stale position. */
 	fd = openat(top, ".", O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
-		fail("open .");
+	if (fd < 0) {
+		soft(W_OPEN, "open .");
+		return;
+	}
 	d = fdopendir(fd);
 	if (!d)
 		fail("fdopendir");
@@ -133,16 +168,19 @@ static void walk_tree(int top)
 
 		if (de->d_name[0] == '.')
 			continue;
-		if (fstatat(top, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			fail("fstatat %s", de->d_name);
+		if (fstatat(top, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			soft(W_FSTATAT, "fstatat %s", de->d_name);
+			continue;
+		}
 		if (!S_ISDIR(st.st_mode))
 			failx("%s: unexpected non-directory", de->d_name);
 		seen += walk_dir(top, de->d_name);
 	}
 	if (errno)
-		fail("readdir");
+		soft(W_READDIR, "readdir");
 	closedir(d);
-	if (seen != nfiles)
+	/* Under faults some files were never made, or could not be read. */
+	if (seen != nfiles && !faults_on())
 		failx("walk saw %ld files, created %ld", seen, nfiles);
 }
 
@@ -157,21 +195,26 @@ static void unlink_tree(int top)
 
 		snprintf(name, sizeof(name), "d%d", j);
 		dfd = openat(top, name, O_RDONLY | O_DIRECTORY);
-		if (dfd < 0)
-			fail("open %s", name);
-		for (; k < nfiles && k < (j + 1) * perdir; k++) {
+		if (dfd < 0) {
+			soft(U_OPEN, "open %s", name);
+			k = dir_end(j);
+			continue;
+		}
+		for (; k < dir_end(j); k++) {
 			uint64_t t = 0;
 
+			if (!faults_exists(made, k))
+				continue;
 			snprintf(name, sizeof(name), "f%ld", k);
 			timed_start(&t);
 			if (unlinkat(dfd, name, 0) < 0)
-				fail("unlink d%d/%s", j, name);
+				soft(U_UNLINK, "unlink d%d/%s", j, name);
 			timed_end(t);
 		}
 		close(dfd);
 		snprintf(name, sizeof(name), "d%d", j);
 		if (unlinkat(top, name, AT_REMOVEDIR) < 0)
-			fail("rmdir %s", name);
+			soft(U_RMDIR, "rmdir %s", name);
 	}
 }
 
@@ -181,16 +224,23 @@ static int worker(int id, void *arg)
 	int top = worker_dir(opt.dir, id, path, sizeof(path));
 
 	(void)arg;
+	made = faults_made(nfiles);
 	wbarrier();
+	faults_arm(1);
 	create_tree(top);
+	faults_arm(0);
 	wbarrier();
+	faults_arm(1);
 	walk_tree(top);
+	faults_arm(0);
 	wbarrier();
+	faults_arm(1);
 	unlink_tree(top);
+	faults_arm(0);
 	wbarrier();
 	close(top);
-	if (rmdir(path) < 0)
-		fail("rmdir %s", path);
+	if (faults_on() ? rm_tree(path) < 0 : rmdir(path) < 0)
+		soft(TEARDOWN, "rmdir %s", path);
 	return 0;
 }
 
@@ -225,9 +275,11 @@ int main(int argc, char **argv)
 			perdir = parse_long(optarg, "-f", 1, 10000000);
 	}
 	copts_finish(&opt, argc, argv);
+	faults_init();
 
 	team_start(&t, opt.nprocs, worker, NULL);
 	team_wait(&t);
+	faults_disk(1);
 	for (i = 0; i < 3; i++) {
 		struct phase ph = { 0 };
 
@@ -237,7 +289,9 @@ int main(int argc, char **argv)
 		phase_run(&t, &opt, &ph, names[i]);
 		report(&t, &ph);
 	}
+	faults_disk(0);
 	team_release(&t);
 	team_finish(&t);
+	faults_report(keys, NR_KEYS, t.n);
 	return 0;
 }

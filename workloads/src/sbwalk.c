@@ -12,6 +12,7 @@
  * makes walkers retry, shows in both the walk time and the churn latency.
  */
 #include "common.h"
+#include "faults.h"
 
 #include <getopt.h>
 #include <sys/mount.h>
@@ -40,9 +41,22 @@ static const char usage_msg[] =
 "             enables the umount phase; DIR must be a mount point\n"
 "  -t FSTYPE  filesystem type for the mount after the umount\n"
 "  -o DATA    mount options for that mount (e.g. size=1g for tmpfs)\n"
-"-d/-t need " GUEST_ENV "=1.\n";
+"-d/-t need " GUEST_ENV "=1.\n"
+"With " FAULTS_ENV "=1 (a faults step) the workers' creates, writes, churn\n"
+"and re-stats may fail (the parent's timed operations are not armed): each\n"
+"failure is counted (a last line: phase errors, errors.<op>.<ERRNO>=N) and\n"
+"the work goes on; an umount or mount that fails is counted and ends the\n"
+"umount phase.\n";
+
+enum { K_CREATE, K_WRITE, K_CLOSE, K_CHURN_CREATE, K_CHURN_CLOSE,
+	K_CHURN_UNLINK, K_FSTATAT, K_UMOUNT, K_MOUNT, K_TEARDOWN, NR_KEYS };
+static const char *const keys[NR_KEYS] = {
+	"create", "write", "close", "churn_create", "churn_close",
+	"churn_unlink", "fstatat", "umount", "mount", "teardown",
+};
 
 static long nfiles = 10000, fsize, level = 1;
+static unsigned char *made;	/* faults_made() */
 static const char *dev, *fstype, *mdata;
 static struct copts opt;
 
@@ -59,21 +73,27 @@ static void populate(int dfd)
 
 		snprintf(name, sizeof(name), "f%ld", k);
 		fd = openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY, 0644);
-		if (fd < 0)
-			fail("create %s", name);
+		if (fd < 0) {
+			soft(K_CREATE, "create %s", name);
+			continue;
+		}
+		if (made)
+			made[k] = 1;
 		while (left > 0) {
 			long n = left < (long)sizeof(buf) ? left : (long)sizeof(buf);
 
 			ssize_t r = write(fd, buf, n);
 
-			if (r < 0)
-				fail("write %s", name);
+			if (r < 0) {
+				soft(K_WRITE, "write %s", name);
+				break;
+			}
 			if (r != n)
 				failx("write %s: short write", name);
 			left -= n;
 		}
 		if (close(fd) < 0)
-			fail("close %s", name);
+			soft(K_CLOSE, "close %s", name);
 	}
 }
 
@@ -84,9 +104,11 @@ static void recache(int dfd)
 	long k;
 
 	for (k = 0; k < nfiles; k++) {
+		if (!faults_exists(made, k))
+			continue;
 		snprintf(name, sizeof(name), "f%ld", k);
 		if (fstatat(dfd, name, &st, 0) < 0)
-			fail("fstatat %s", name);
+			soft(K_FSTATAT, "fstatat %s", name);
 	}
 }
 
@@ -98,12 +120,19 @@ static void churn(int dfd)
 		int fd;
 
 		fd = openat(dfd, "churn", O_CREAT | O_EXCL | O_WRONLY, 0644);
-		if (fd < 0)
-			fail("create churn");
-		if (close(fd) < 0)
-			fail("close churn");
+		if (fd < 0) {
+			int exists = errno == EEXIST;
+
+			soft(K_CHURN_CREATE, "create churn");
+			/* Left by an unlink that failed: it goes now. */
+			if (!exists)
+				goto done;
+		} else if (close(fd) < 0) {
+			soft(K_CHURN_CLOSE, "close churn");
+		}
 		if (unlinkat(dfd, "churn", 0) < 0)
-			fail("unlink churn");
+			soft(K_CHURN_UNLINK, "unlink churn");
+done:
 		if (timed)
 			hist_add(&me->hist, now_ns() - t);
 		WRITE_ONCE(me->ops, me->ops + 1);
@@ -116,20 +145,27 @@ static int worker(int id, void *arg)
 	int dfd = worker_dir(opt.dir, id, path, sizeof(path));
 
 	(void)arg;
+	made = faults_made(nfiles);
+	faults_arm(1);
 	populate(dfd);
+	faults_arm(0);
 	wbarrier();
+	faults_arm(1);
 	churn(dfd);
+	faults_arm(0);
 	wbarrier();
 	if (dev) {
 		/* Re-cache what -l 3 dropped, then let go of DIR. */
+		faults_arm(1);
 		recache(dfd);
+		faults_arm(0);
 		close(dfd);
 		wbarrier();
 		return 0;
 	}
 	close(dfd);
 	if (rm_tree(path) < 0)
-		fail("removing %s", path);
+		soft(K_TEARDOWN, "removing %s", path);
 	return 0;
 }
 
@@ -140,7 +176,7 @@ static int cleaner(int id, void *arg)
 	(void)arg;
 	snprintf(path, sizeof(path), "%s/p%d", opt.dir, id);
 	if (rm_tree(path) < 0)
-		fail("removing %s", path);
+		soft(K_TEARDOWN, "removing %s", path);
 	return 0;
 }
 
@@ -230,12 +266,19 @@ static void run_umount(int n)
 		failx("refusing to umount outside the guest");
 	lsw_begin(&opt);
 	t0 = now_ns();
-	if (umount(opt.dir) < 0)
-		fail("umount %s (does a process still use it?)", opt.dir);
+	if (umount(opt.dir) < 0) {
+		soft(K_UMOUNT, "umount %s (does a process still use it?)",
+		     opt.dir);
+		faults_disk(0);
+		return;
+	}
 	t1 = now_ns();
 	lsw_end(&opt, "umount");
-	if (mount(dev, opt.dir, fstype, 0, mdata) < 0)
-		fail("mount -t %s %s %s", fstype, dev, opt.dir);
+	faults_disk(0);
+	if (mount(dev, opt.dir, fstype, 0, mdata) < 0) {
+		soft(K_MOUNT, "mount -t %s %s %s", fstype, dev, opt.dir);
+		return;
+	}
 	rep_start(&r, "umount", 1, t1 - t0, n);
 	rep_kv(&r, "inodes", (uint64_t)nfiles * n);
 	rep_end(&r);
@@ -280,21 +323,26 @@ int main(int argc, char **argv)
 	prog = "sbwalk";
 	usage_text = usage_msg;
 	parse_args(argc, argv);
+	faults_init();
 	n = opt.nprocs;
 
 	team_start(&t, n, worker, NULL);
 	team_wait(&t);
+	faults_disk(1);
 	run_churn(&t);
+	if (!dev)
+		faults_disk(0);
 	team_release(&t);
 	if (dev) {
 		team_wait(&t);
 		team_release(&t);
 	}
 	team_finish(&t);
-	if (!dev)
-		return 0;
-	run_umount(n);
-	team_start(&t, n, cleaner, NULL);
-	team_finish(&t);
+	if (dev) {
+		run_umount(n);
+		team_start(&t, n, cleaner, NULL);
+		team_finish(&t);
+	}
+	faults_report(keys, NR_KEYS, n);
 	return 0;
 }

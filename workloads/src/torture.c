@@ -14,6 +14,7 @@
  * reconfigure_super, sync_filesystem, the sb walks a remount does.
  */
 #include "common.h"
+#include "faults.h"
 
 #include <getopt.h>
 #include <sys/inotify.h>
@@ -37,14 +38,18 @@ static const char usage_msg[] =
 "             toggling noatime/relatime, keeping DIR's other mount flags\n"
 "             (rdonly, nosuid, nodev, noexec, sync, nodiratime); DIR must\n"
 "             be a mount point; the atime mode is restored at the end.\n"
-"             Needs " GUEST_ENV "=1.\n";
+"             Needs " GUEST_ENV "=1.\n"
+"With " FAULTS_ENV "=1 (a faults step) a failed operation is counted (a last\n"
+"line: phase errors, errors.<op>.<ERRNO>=N) and the mix goes on; a name an\n"
+"operation found gone (ENOENT) leaves the worker's table.\n";
 
 enum { OP_CREATE, OP_UNLINK, OP_RENAME, OP_XRENAME, OP_LINK, OP_HANDLE,
-	OP_INOTIFY, OP_STAT, OP_DROP, OP_REMOUNT, OP_EVENTS, NR_KEYS };
+	OP_INOTIFY, OP_STAT, OP_DROP, OP_REMOUNT, OP_EVENTS, NR_KEYS,
+	TEARDOWN = NR_KEYS, NR_ERROR_KEYS };
 
-static const char *const keys[NR_KEYS] = {
+static const char *const keys[NR_ERROR_KEYS] = {
 	"create", "unlink", "rename", "xrename", "link", "handle",
-	"inotify", "stat", "drop", "remount", "events",
+	"inotify", "stat", "drop", "remount", "events", "teardown",
 };
 
 /* Weights of the random choice, out of 100 (drop/remount are periodic). */
@@ -99,6 +104,24 @@ static void forget(struct name *n)
 	*n = w.names[--w.nused];
 }
 
+/* A failed operation on name n: ENOENT says the name is gone already. */
+static void failed(int key, struct name *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void failed(int key, struct name *n, const char *fmt, ...)
+{
+	int gone = errno == ENOENT;
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	soft(key, "%s", msg);
+	if (gone && n)
+		forget(n);
+}
+
 static void create_op(void)
 {
 	struct name *n = &w.names[w.nused];
@@ -110,12 +133,17 @@ static void create_op(void)
 	n->id = w.next_id++;
 	fd = openat(w.dfd[n->dir], fname(n, b), O_CREAT | O_EXCL | O_WRONLY,
 		    0644);
-	if (fd < 0)
-		fail("create %s", b);
-	if (fstat(fd, &st) < 0)
-		fail("fstat %s", b);
+	if (fd < 0) {
+		soft(OP_CREATE, "create %s", b);
+		return;
+	}
+	if (fstat(fd, &st) < 0) {
+		/* The name exists: into the table, its inode unknown (0). */
+		soft(OP_CREATE, "fstat %s", b);
+		st.st_ino = 0;
+	}
 	if (close(fd) < 0)
-		fail("close %s", b);
+		soft(OP_CREATE, "close %s", b);
 	n->ino = st.st_ino;
 	w.nused++;
 }
@@ -125,8 +153,10 @@ static void unlink_op(void)
 	struct name *n = pick();
 	char b[16];
 
-	if (unlinkat(w.dfd[n->dir], fname(n, b), 0) < 0)
-		fail("unlink %s", b);
+	if (unlinkat(w.dfd[n->dir], fname(n, b), 0) < 0) {
+		failed(OP_UNLINK, n, "unlink %s", b);
+		return;
+	}
 	forget(n);
 }
 
@@ -138,6 +168,7 @@ static void unlink_op(void)
  */
 static void rename_op(int across)
 {
+	int key = across ? OP_XRENAME : OP_RENAME;
 	struct name *n = pick(), *v = pick();
 	struct name to = *n;
 	char b1[16], b2[16];
@@ -151,8 +182,10 @@ static void rename_op(int across)
 		to.id = v->id;
 	}
 	if (renameat(w.dfd[n->dir], fname(n, b1), w.dfd[to.dir],
-		     fname(&to, b2)) < 0)
-		fail("rename %s -> %s", b1, b2);
+		     fname(&to, b2)) < 0) {
+		failed(key, n, "rename %s -> %s", b1, b2);
+		return;
+	}
 	if (!v) {
 		*n = to;
 		return;
@@ -171,8 +204,10 @@ static void link_op(void)
 	l->id = w.next_id++;
 	l->ino = n->ino;
 	if (linkat(w.dfd[n->dir], fname(n, b1), w.dfd[l->dir], fname(l, b2),
-		   0) < 0)
-		fail("link %s -> %s", b1, b2);
+		   0) < 0) {
+		failed(OP_LINK, n, "link %s -> %s", b1, b2);
+		return;
+	}
 	w.nused++;
 }
 
@@ -181,6 +216,7 @@ static void handle_op(void)
 	char fhbuf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
 	struct file_handle *fh = (struct file_handle *)fhbuf;
 	int fd, mnt, dirfd, flags = 0, oflags = O_RDONLY;
+	struct name *n = NULL;
 	const char *name = "";
 	char b[16];
 
@@ -190,17 +226,22 @@ static void handle_op(void)
 		flags = AT_EMPTY_PATH;
 		oflags |= O_DIRECTORY;
 	} else {
-		struct name *n = pick();
-
+		n = pick();
 		dirfd = w.dfd[n->dir];
 		name = fname(n, b);
 	}
 	fh->handle_bytes = MAX_HANDLE_SZ;
-	if (name_to_handle_at(dirfd, name, fh, &mnt, flags) < 0)
-		fail("name_to_handle_at %s", *name ? name : "dir");
+	if (name_to_handle_at(dirfd, name, fh, &mnt, flags) < 0) {
+		failed(OP_HANDLE, n, "name_to_handle_at %s",
+		       *name ? name : "dir");
+		return;
+	}
 	fd = open_by_handle_at(w.mfd, fh, oflags);
-	if (fd < 0)
-		fail("open_by_handle_at %s", *name ? name : "dir");
+	if (fd < 0) {
+		soft(OP_HANDLE, "open_by_handle_at %s",
+		     *name ? name : "dir");
+		return;
+	}
 	close(fd);
 }
 
@@ -217,8 +258,10 @@ static void drain_events(void)
 		r = read(w.ifd, buf, sizeof(buf));
 		if (r < 0 && errno == EAGAIN)
 			return;
-		if (r <= 0)
-			fail("read inotify events");
+		if (r <= 0) {
+			soft(OP_EVENTS, "read inotify events");
+			return;
+		}
 		for (p = buf; p < buf + r;
 		     p += sizeof(struct inotify_event) +
 			  ((struct inotify_event *)p)->len)
@@ -234,11 +277,11 @@ static void inotify_op(void)
 	if (w.wd[d] < 0) {
 		w.wd[d] = inotify_add_watch(w.ifd, w.dpath[d], IN_ALL_EVENTS);
 		if (w.wd[d] < 0)
-			fail("inotify_add_watch %s", w.dpath[d]);
+			soft(OP_INOTIFY, "inotify_add_watch %s", w.dpath[d]);
 		return;
 	}
 	if (inotify_rm_watch(w.ifd, w.wd[d]) < 0)
-		fail("inotify_rm_watch %s", w.dpath[d]);
+		soft(OP_INOTIFY, "inotify_rm_watch %s", w.dpath[d]);
 	w.wd[d] = -1;
 }
 
@@ -249,7 +292,7 @@ static void stat_op(void)
 	char b[16];
 
 	if (fstatat(w.dfd[n->dir], fname(n, b), &st, 0) < 0)
-		fail("fstatat %s", b);
+		failed(OP_STAT, n, "fstatat %s", b);
 }
 
 static void remount_op(unsigned long atime)
@@ -259,7 +302,7 @@ static void remount_op(unsigned long atime)
 	if (!is_guest())
 		failx("refusing to remount outside the guest");
 	if (mount(NULL, opt.dir, NULL, flags, NULL) < 0)
-		fail("remount %s (flags %#lx)", opt.dir, flags);
+		soft(OP_REMOUNT, "remount %s (flags %#lx)", opt.dir, flags);
 }
 
 /* Pick an operation the table allows: no names -> create, full -> unlink. */
@@ -317,7 +360,10 @@ static void periodic(uint64_t n)
 	if (worker_id)
 		return;
 	if (opt.drop && n % 50 == 49) {
+		/* drop_caches() ends the program if it fails: not armed. */
+		faults_arm(0);
 		drop_caches(3, 1);
+		faults_arm(1);
 		me->cnt[OP_DROP]++;
 		me->ops++;
 	}
@@ -391,10 +437,12 @@ static int worker(int id, void *arg)
 	(void)arg;
 	setup(id, path, sizeof(path));
 	wbarrier();
+	faults_arm(1);
 	while (now_ns() < READ_ONCE(ctl->deadline)) {
 		do_op(choose());
 		periodic(n++);
 	}
+	faults_arm(0);
 	wbarrier();
 	if (id == 0 && remount)
 		remount_op(mnt_atime);
@@ -403,7 +451,7 @@ static int worker(int id, void *arg)
 	close(w.dfd[0]);
 	close(w.dfd[1]);
 	if (rm_tree(path) < 0)
-		fail("removing %s", path);
+		soft(TEARDOWN, "removing %s", path);
 	return 0;
 }
 
@@ -469,11 +517,14 @@ int main(int argc, char **argv)
 	prog = "torture";
 	usage_text = usage_msg;
 	parse_args(argc, argv);
+	faults_init();
 
 	team_start(&t, opt.nprocs, worker, NULL);
 	team_wait(&t);
 	ph.dur_ns = seconds * 1000000000ull;
+	faults_disk(1);
 	phase_run(&t, &opt, &ph, "mix");
+	faults_disk(0);
 	rep_start(&r, ph.name, team_ops(&t, 0, t.n), ph.t1 - ph.t0, t.n);
 	for (k = 0; k < NR_KEYS; k++)
 		rep_kv(&r, keys[k], team_cnt(&t, 0, t.n, k));
@@ -481,5 +532,6 @@ int main(int argc, char **argv)
 	rep_end(&r);
 	team_release(&t);
 	team_finish(&t);
+	faults_report(keys, NR_ERROR_KEYS, t.n);
 	return 0;
 }
