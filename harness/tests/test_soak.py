@@ -9,7 +9,7 @@ import pytest
 from harness.guest import workloads
 from harness.kernels import kbuild
 from harness.layout import REPO_ROOT
-from harness.run import soak
+from harness.run import records, soak
 from harness.tests.conftest import SOAK_IMAGES
 
 # The tests' own declarations, never the live workloads folder: a user's
@@ -95,7 +95,10 @@ def test_summary_names_the_image_of_every_kernel_and_flavour(tmp_path):
     assert summary["images"]["piggin/debug"]["key"] == "4b0b3931b2aa9ffb"
     assert summary["images"]["mainline/debug"]["commit"] == \
         "1b970f0b7ce9f78058496ecdc0ec8871b907ac0c"
-    # Nothing is left half-written beside them.
+    # What a compare reads back is what the soak wrote, and nothing is left half-written.
+    (read,), unnamed = records.read_summary(tmp_path / "summary.json")
+    assert unnamed == [] and read.image == plan(1, 1, "mainline").images["mainline/debug"]
+    assert (read.tally.boots, read.tally.workload_s, read.finished) == (1, 56.7, False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json", "summary.md"]
 
 
