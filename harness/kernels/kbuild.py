@@ -97,6 +97,33 @@ def own_patches(meta: dict) -> list[dict]:
     return [p for p in meta["patches"] if p["series"] != MARKER_SERIES]
 
 
+def patches_digest(patches: list[dict]) -> str:
+    """series.Kernel.patch_digest, from a meta.json patch list: two images whose own
+    patches have one digest were built from the same code."""
+    h = hashlib.sha256()
+    for patch in patches:
+        h.update(f"{patch['series']}/{patch['file']}:{patch['sha256']}\n".encode())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class ImageIdentity:
+    """What a record of boots (a soak summary) keeps of the image they booted: the
+    key tells the very image; the digest of the kernel's own patches tells the same
+    code built another way (another configuration or compiler). The commit is the
+    source tree's: two trees that build one key commit the patches at other times."""
+    key: str
+    commit: str
+    patches: int  # the kernel's own patches, not its flavour's
+    patches_digest: str  # first 16 hex digits of patches_digest
+
+
+def identity(image: KernelImage) -> ImageIdentity:
+    meta = image.meta
+    own = own_patches(meta)
+    return ImageIdentity(image.key, meta["commit"], len(own), patches_digest(own)[:16])
+
+
 def compiler_version() -> str:
     return subprocess.run(["gcc", "--version"], capture_output=True, text=True,
                           check=True).stdout.splitlines()[0]

@@ -4,9 +4,10 @@ Order: the duel first (duel_section: chinner against piggin, the answer in
 words, the evidence per kind and per workload), then every kernel against
 the baseline, the scaling prediction, the figures per workload, latency,
 -icount, retries, lockdep and sanitizers, lock-order conformance, the cost
-in code, noise, the environment and the caveats. Everything comes from the
-run folder (tidy.tsv, manifest.json, lockorder.json, scaling.json and what
-run_inputs keeps there); nothing is re-measured.
+in code, noise, the soaks of the run's images, the environment and the
+caveats. Everything comes from the run folder (tidy.tsv, manifest.json,
+lockorder.json, scaling.json, records.json and what run_inputs keeps
+there); nothing is re-measured.
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ from pathlib import Path
 
 from harness import lockorder
 from harness.analysis import duel, evidence, retry_counters, stats
-from harness.report import (charts, code_cost, code_cost_section, duel_section, run_inputs,
-                           scaling_section)
+from harness.report import (charts, code_cost, code_cost_section, duel_section,
+                           records_section, run_inputs, scaling_section)
 from harness.report.blocks import (Block, Bullets, ChartBlock, ChartRow, Heading,  # noqa: F401
                                    Para, Table, fmt, interval, outcome_cell, pct,
                                    pct_abs, pct_range, plural, reach_text)
 from harness.analysis import scaling_inputs
-from harness.run import matrix, tidy
+from harness.run import matrix, records, tidy
 from harness.layout import Layout, slug
 
 
@@ -179,6 +180,7 @@ class ReportBuilder:
         self.manifest = json.loads((run_dir / "manifest.json").read_text())
         conformance = run_dir / "lockorder.json"
         self.conformance = json.loads(conformance.read_text()) if conformance.exists() else {}
+        self.records = records.load(run_dir)  # soaks of the run's images (None: not kept)
         self.kernels = evidence.kernels_in(self.rows, self.manifest["matrix"]["kernels"])
         self.baseline = baseline if baseline in self.kernels else (
             "mainline" if "mainline" in self.kernels else (self.kernels or ["?"])[0])
@@ -217,8 +219,9 @@ class ReportBuilder:
         return sum(1 for b in boots_of(self.manifest)
                    if f"-{slug(kernel)}-{flavour}-" in "-" + b["directory"].split("/")[-1])
 
-    def record_rows(self) -> list[list[str]]:
-        """The designs' record beyond timing: kernel reports, lock order, code."""
+    def record_rows(self, deck: bool = False) -> list[list[str]]:
+        """The designs' record beyond timing: kernel reports, lock order, soaks, code;
+        `deck`: the soaks in one row, short enough for a slide."""
         designs = [k for k in (duel.FIRST, duel.SECOND) if k in self.kernels]
         if len(designs) < 2:
             return []
@@ -235,7 +238,9 @@ class ReportBuilder:
             out.append(["sanitizers: KASAN, list, object and RCU debugging", *[
                 f"{plural(sum(n for (k, _, _), kinds in sanitize.items() if k == d for n in kinds.values()), 'report')}"
                 f" in {plural(self.boots_of_kernel(d, 'sanitize'), 'boot')}" for d in designs]])
-        out.append(["soak: random mixes", *["not recorded with this run" for _ in designs]])
+        flavours = records_section.flavours_of(self.manifest)
+        out += ([records_section.deck_row(self.records, designs, flavours)] if deck else
+                records_section.record_rows(self.records, designs, flavours))
         costs = {c.name: c for c in code_cost.costs(self.layout, self.run_dir, self.manifest,
                                                     self.conformance)}
         if all(d in costs for d in designs):
@@ -291,6 +296,8 @@ class ReportBuilder:
             for machine in machines:
                 b.append(Heading(1, f"On {self.machine_label(machine)}"))
                 self.for_machine(machine).measurement_sections()
+        b += records_section.section(self.records, self.kernels,
+                                     records_section.flavours_of(m))
         self.environment_section()
         self.caveats_section()
         return b

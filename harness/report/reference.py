@@ -21,10 +21,11 @@ from harness.layout import Layout
 KEPT = ("report.md", "report.html", "tidy.tsv", "manifest.json", "lockorder.json")
 # What the run used and the report read, where the run has it: the lock-order
 # files, the patch text, the code-cost measurements, the -icount rerun
-# spread, the slide deck, and the scaling model's predictions with the hash
-# table sizes they used (the boot folders, not published, no longer give them).
+# spread, the slide deck, the scaling model's predictions with the hash
+# table sizes they used (the boot folders, not published, no longer give them),
+# and the soaks of the run's images (run/records.py).
 KEPT_IF_PRESENT = ("lock-order", "series", "code-cost.json", "icount-spread.json",
-                   "slides.pdf", "scaling.json")
+                   "slides.pdf", "scaling.json", "records.json")
 
 
 class ReferenceError(Exception):

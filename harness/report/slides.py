@@ -25,7 +25,7 @@ from pathlib import Path
 from harness.analysis import duel, evidence, retry_counters
 from harness.analysis.duel import FIRST, SECOND
 from harness.layout import Layout
-from harness.report import charts, deck_text, document, duel_section, run_inputs
+from harness.report import charts, deck_text, document, duel_section, records_section, run_inputs
 from harness.report.blocks import pct_abs, plural
 from harness.report.duel_section import change_text, span_text
 from harness.report.svg_pages import (Bullets, Grid, Page, Picture, Text, SMALL_PX, page_text,
@@ -364,7 +364,7 @@ class Deck:
 
     def record(self) -> Page:
         r = self.report
-        rows = self.ctx.record
+        rows = r.record_rows(deck=True)
         if not rows:
             return self.missing("The record")
         designs = (FIRST, SECOND)
@@ -372,6 +372,7 @@ class Deck:
                       if k in designs)
         reports += sum(n for (k, _, _), kinds in evidence.kernel_reports(r.rows, "sanitize")
                        .items() if k in designs for n in kinds.values())
+        reports += records_section.report_count(r.records, designs)
         violations = sum(len(r.conformance.get(k, {}).get("violations", [])) for k in designs)
         short = [[row[0].split(":")[-1].strip() if row[0].startswith("code")
                   else row[0].split(":")[0], *row[1:]] for row in rows]

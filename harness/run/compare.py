@@ -26,7 +26,7 @@ from harness.boot import qemu, runner
 from harness.guest import initramfs, protocol
 from harness.kernels import buildtime, kbuild, series, source
 from harness.layout import Layout
-from harness.run import cells, execute, finish, tidy
+from harness.run import cells, execute, finish, records, tidy
 from harness.run.estimate import REPORT_S, StepTimes
 from harness.run.matrix import BootPlan, Cell, Matrix, plan_boots
 from harness.run.stages import Estimate, Stages
@@ -212,4 +212,7 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
                           time.monotonic() - started, result.boots, reused.boots,
                           result.reruns + reused.reruns, measured.unmeasured,
                           finish.Timing(stages.entries, first.at_s, first.total_s))
+    # After the manifest: the record of the run's images is read from elsewhere and
+    # must never cost the run what it measured.
+    records.write(layout, run_dir, images)
     return result

@@ -5,7 +5,9 @@ count and a shuffled mix of workload steps from a seeded random stream, so
 a soak can be replayed. Every boot is classified and kept under
 results/soak/<stamp>/boots/; the summary (summary.md and summary.json)
 counts boots and workload-hours per kernel and flavour, and lists the
-kernel reports by kind with the title of the first of each. It is
+kernel reports by kind with the title of the first of each, and names the
+image each kernel and flavour booted (its key, commit and patch digest: a
+compare run counts a soak of the images it used, run/records.py). It is
 rewritten before and after every boot, so a soak that is killed leaves a
 summary of what it measured that names the boot it was in.
 """
@@ -16,7 +18,7 @@ import json
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness import lockorder, progress
@@ -29,6 +31,15 @@ from harness.layout import Layout, slug
 SOAK_FLAVOURS = ("debug", "sanitize")
 SOAK_CPUS = (1, 2, 4)
 STEPS_PER_BOOT = (3, 8)  # a mix is this many workload steps, drawn at random
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a soak was asked for and boots: the same in every summary it writes."""
+    seed: int
+    duration_s: float
+    started: str  # local time the boots began (after any builds), ISO 8601
+    images: dict[str, kbuild.ImageIdentity]  # "kernel/flavour" -> the image it boots
 
 
 @dataclass
@@ -78,6 +89,8 @@ def soak(layout: Layout, kernels: list[str], known: list[Workload], duration_s: 
     for i, (kernel, flavour) in enumerate([(k, f) for k in kernels for f in flavours], 1):
         progress.say(f"kernel {i}/{len(kernels) * len(flavours)}: {kernel}/{flavour}")
         images[kernel, flavour] = kbuild.build(layout, kernel, flavour)
+    asked = Plan(seed, duration_s, time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                 {f"{k}/{f}": kbuild.identity(image) for (k, f), image in images.items()})
     orders = {k: lockorder.for_kernel(layout, k) for k in kernels}
     rng = random.Random(seed)
     tallies: dict[tuple[str, str], Tally] = {}
@@ -91,8 +104,7 @@ def soak(layout: Layout, kernels: list[str], known: list[Workload], duration_s: 
         steps = draw_mix(rng, known, vcpus)
         boot_id = f"{n:04d}-{slug(kernel)}-{flavour}-c{vcpus}"
         left = max(0.0, deadline - time.monotonic())
-        write_summary(out, tallies, boots, seed, time.monotonic() - started, duration_s,
-                      running=boot_id)
+        write_summary(out, asked, tallies, boots, time.monotonic() - started, running=boot_id)
         progress.say(f"soak boot {n}: {kernel}/{flavour} {vcpus} vCPUs, "
                      f"{', '.join(s.label for s in steps)} "
                      f"({progress.format_duration(left)} of {progress.format_duration(duration_s)}"
@@ -114,14 +126,19 @@ def soak(layout: Layout, kernels: list[str], known: list[Workload], duration_s: 
                       "reports": list(record.reports), "damaged": list(record.damaged)})
         progress.say(f"  {record.status} in {record.wall_s:.0f}s"
                      + (f": {len(record.reports)} kernel reports" if record.reports else ""))
-        write_summary(out, tallies, boots, seed, time.monotonic() - started, duration_s)
-    write_summary(out, tallies, boots, seed, time.monotonic() - started, duration_s,
-                  finished=True)
+        write_summary(out, asked, tallies, boots, time.monotonic() - started)
+    write_summary(out, asked, tallies, boots, time.monotonic() - started, finished=True)
     return out
 
 
-def write_summary(out: Path, tallies: dict[tuple[str, str], Tally], boots: list[dict],
-                  seed: int, wall_s: float, duration_s: float, running: str | None = None,
+def image_line(images: dict[str, kbuild.ImageIdentity]) -> str:
+    return "Images: " + "; ".join(
+        f"{name} {i.key} ({i.patches} patches of its own, digest {i.patches_digest})"
+        for name, i in sorted(images.items())) + "."
+
+
+def write_summary(out: Path, asked: Plan, tallies: dict[tuple[str, str], Tally],
+                  boots: list[dict], wall_s: float, running: str | None = None,
                   finished: bool = False) -> None:
     """summary.md and summary.json. `running` names the boot in flight: if the
     soak is gone and the summary still names one, the soak died there."""
@@ -132,8 +149,9 @@ def write_summary(out: Path, tallies: dict[tuple[str, str], Tally], boots: list[
                  "longer running, it stopped there (the boot's folder is kept, unclassified).")
     else:
         state = "Between boots: the next one had not started when this was written."
-    lines = [f"# Soak, seed {seed}: {len(boots)} boots in {wall_s / 3600:.2f} h "
-             f"of the {duration_s / 3600:.2f} h asked", "", state, "",
+    lines = [f"# Soak, seed {asked.seed}: {len(boots)} boots in {wall_s / 3600:.2f} h "
+             f"of the {asked.duration_s / 3600:.2f} h asked", "", state, "",
+             f"Started {asked.started}. {image_line(asked.images)}", "",
              "| kernel | flavour | boots | boots by vCPUs | workload-hours | boot status "
              "| damaged records | reports by kind (first title) |",
              "|---|---|---|---|---|---|---|---|"]
@@ -144,12 +162,21 @@ def write_summary(out: Path, tallies: dict[tuple[str, str], Tally], boots: list[
         by_cpus = ", ".join(f"{c}: {n}" for c, n in sorted(t.cpus.items()))
         lines.append(f"| {kernel} | {flavour} | {t.boots} | {by_cpus} | "
                      f"{t.step_seconds / 3600:.2f} | {status} | {t.damaged} | {reports} |")
-    (out / "summary.md").write_text("\n".join(lines) + "\n")
-    (out / "summary.json").write_text(json.dumps({
-        "seed": seed, "wall_s": round(wall_s, 1), "duration_s": duration_s,
-        "finished": finished, "running": running,
+    write_whole(out / "summary.md", "\n".join(lines) + "\n")
+    write_whole(out / "summary.json", json.dumps({
+        "seed": asked.seed, "started": asked.started, "wall_s": round(wall_s, 1),
+        "duration_s": asked.duration_s, "finished": finished, "running": running,
+        "images": {name: asdict(i) for name, i in sorted(asked.images.items())},
         "tallies": {f"{k}/{f}": {"boots": t.boots, "step_seconds": round(t.step_seconds, 1),
                                  "statuses": dict(t.statuses), "cpus": dict(t.cpus),
                                  "damaged_records": t.damaged, "reports": dict(t.reports),
                                  "first": t.first} for (k, f), t in sorted(tallies.items())},
         "boots": boots}, indent=1) + "\n")
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write beside, then rename: a soak killed while writing leaves its last whole
+    summary, never half of one (a compare run reads it: run/records.py)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    partial.replace(path)

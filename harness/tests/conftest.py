@@ -7,8 +7,8 @@ import subprocess
 import pytest
 
 from harness.analysis import evidence
-from harness.kernels import series, source
-from harness.layout import Layout
+from harness.kernels import kbuild, series, source
+from harness.layout import REPO_ROOT, Layout
 from harness.run import tidy
 
 PATCH = """\
@@ -155,3 +155,11 @@ def mainline_rows():
         rows.append(scaling_row("mainline", "perf", "tcg", 1, 1, "", "throughput", one, rep, "op/s"))
         rows.append(scaling_row("mainline", "perf", "tcg", 2, 2, "", "throughput", two, rep, "op/s"))
     return rows
+
+
+SOAK_DATA = REPO_ROOT / "harness" / "test_data" / "soak"
+# Images of the shared store whose meta.json test_data/soak keeps: the reference's.
+SOAK_IMAGES = {(k, "debug"): kbuild.KernelImage(k, "debug", key,
+                                                SOAK_DATA / "images" / f"{k}-debug-{key}")
+               for k, key in (("mainline", "d4a094542ede0508"), ("chinner", "62fd62ed7848af14"),
+                              ("piggin", "4b0b3931b2aa9ffb"))}

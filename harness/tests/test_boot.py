@@ -7,6 +7,7 @@ These boot real kernels in QEMU (a few tens of seconds each, after a build of
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -16,9 +17,10 @@ from harness import lockorder
 from harness.boot import channel, qemu, runner
 from harness.guest import initramfs, plan, workloads
 from harness.kernels import kbuild
-from harness.run import compare, matrix, tidy
+from harness.run import compare, matrix, records, tidy
 from harness.layout import REPO_ROOT, default_layout
 from harness.tests import shipped
+from harness.tests.conftest import SOAK_DATA
 
 pytestmark = pytest.mark.boot
 TEST_WORKLOADS = REPO_ROOT / "harness" / "test_data" / "workloads"
@@ -126,10 +128,22 @@ def test_compare_writes_a_run_and_resumes_without_redoing_cells(built, tmp_path)
     assert boots["seconds"] == pytest.approx(first.boots[0].wall_s, abs=0.1)
     assert timing["first_estimate"]["total_s"] > 0
 
-    # Interrupted or not, the same compare again reuses every finished cell.
+    # Interrupted or not, the same compare again reuses every finished cell. Its end
+    # collects the soaks of its images; a damaged soak summary costs it nothing.
+    shutil.copytree(SOAK_DATA / "20261206-090333", layout.soaks / "20261206-090333")
+    (layout.soaks / "20261206-100000").mkdir()
+    (layout.soaks / "20261206-100000" / "summary.json").write_text('{"tallies": ')
     second = compare.run(layout, wanted, tmp_path / "run2", accel="tcg")
     assert second.boots == []
     assert sorted(map(repr, tidy.read(tmp_path / "run2" / "tidy.tsv"))) == sorted(map(repr, rows))
+    kept = records.load(tmp_path / "run2")
+    assert kept is not None and kept.read == 2
+    assert [u.split(":")[0] for u in kept.unreadable] == ["soak/20261206-100000/summary.json"]
+    key = json.loads((tmp_path / "run2" / "manifest.json").read_text())[
+        "kernels"]["mainline"]["images"]["debug"]["key"]
+    assert kept.images["mainline/debug"].key == key
+    # The captured soak booted d4a094542ede0508: it counts if and only if this is that image.
+    assert bool(kept.ours("mainline", "debug")) == (key == "d4a094542ede0508")
 
 
 def test_kernel_parameters_and_count_boots_in_a_real_compare(built, tmp_path):

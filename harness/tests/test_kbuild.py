@@ -1,6 +1,7 @@
 """Config fragments must survive into .config; image keys follow their inputs."""
 
 import dataclasses
+import json
 import os
 import subprocess
 
@@ -74,6 +75,26 @@ def test_the_perf_flavour_carries_the_tcg_cs_markers_and_debug_does_not():
     assert kbuild.MARKER_PATCH.is_file()
     meta = {"patches": [{"series": p.series, "file": p.path.name} for p in perf.patches]}
     assert [p["series"] for p in kbuild.own_patches(meta)] == ["base"] * len(base.patches)
+
+
+def test_an_images_identity_digests_its_own_patches_as_the_series_does(tmp_path):
+    """A soak's summary names its images by kbuild.identity; the digest must be the
+    series' own, and the same for the perf image (tcg-cs markers) and the debug one."""
+    info = source.SourceInfo("6.1.192-3", "6.1.192", "pristine/6.1.192-3")
+    piggin = series.resolve(default_layout(), "piggin")
+    identities = []
+    for flavour in ("debug", "perf"):
+        folder = tmp_path / flavour
+        folder.mkdir()
+        meta = kbuild.image_meta("piggin", flavour, "k", info, "c0ffee",
+                                 kbuild.flavoured(piggin, flavour))
+        (folder / "meta.json").write_text(json.dumps(meta))
+        identities.append(kbuild.identity(kbuild.KernelImage("piggin", flavour, "k", folder)))
+    debug, perf = identities
+    assert debug == perf
+    assert debug.patches == len(piggin.patches) > 0
+    assert debug.patches_digest == piggin.patch_digest[:16]
+    assert debug.patches_digest != series.resolve(default_layout(), "chinner").patch_digest[:16]
 
 
 def test_the_same_patches_under_another_name_reuse_the_image(tmp_path, monkeypatch):

@@ -29,8 +29,12 @@ def test_publish_keeps_report_material_not_raw_boots(layout, tmp_path):
     # A run whose report wrote scaling.json publishes it too: its hash table sizes
     # come from boot consoles the reference does not keep.
     (run / "scaling.json").write_text("{}")
+    # And the soaks of its images, collected when it finished from results/soak, which
+    # the reference does not keep.
+    (run / "records.json").write_text('{"soaks": []}')
     target = reference.publish(layout, run)
     assert (target / "scaling.json").read_text() == "{}"
+    assert (target / "records.json").read_text() == '{"soaks": []}'
 
 
 def test_staleness_follows_patch_contents(layout):

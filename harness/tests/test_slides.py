@@ -6,14 +6,16 @@ read back as text (pdftotext).
 
 import json
 import subprocess
+from collections import Counter
 
 import pytest
 
+from harness.kernels import kbuild
 from harness.report import charts, deck_text, document, duel_section, slides, svg_pages
-from harness.run import tidy
+from harness.run import records, soak, tidy
 from harness.layout import Layout, default_layout
 from harness.tests.conftest import row
-from harness.tests.conftest import manifest_for
+from harness.tests.conftest import SOAK_IMAGES, manifest_for
 
 KERNELS = ("mainline", "base", "chinner", "piggin")
 # icache locks per create+unlink on tmpfs, by kernel: piggin takes i_lock 6 more times.
@@ -187,3 +189,30 @@ def test_small_type_is_refused(tmp_path):
     page = svg_pages.Page("Tiny", [svg_pages.Text("footnote", size=16)])
     with pytest.raises(svg_pages.PageError, match="16px text"):
         svg_pages.write_pdf([page], tmp_path, tmp_path / "deck.pdf", 0)
+
+
+def test_the_record_slide_fits_the_soaks_of_both_flavours(run):
+    """A record row per soak flavour would not fit a slide: the deck has one, short."""
+    layout, folder = run
+    manifest = json.loads((folder / "manifest.json").read_text())
+    images = {}
+    for kernel in ("chinner", "piggin"):
+        image = SOAK_IMAGES[kernel, "debug"]
+        manifest["kernels"][kernel]["images"] = {
+            f: {"key": image.key, "commit": "c"} for f in ("perf", "debug", "sanitize")}
+        images.update({(kernel, f): image for f in ("debug", "sanitize")})
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    summary = layout.soaks / "20261207-080000"
+    summary.mkdir(parents=True)
+    asked = soak.Plan(1, 36000.0, "2026-12-07T08:00:00+0000",
+                      {"piggin/debug": kbuild.identity(images["piggin", "debug"])})
+    many = soak.Tally(boots=312, step_seconds=30000.0, statuses=Counter(ok=311, lockdep=1),
+                      cpus=Counter({1: 100, 2: 112, 4: 100}), reports=Counter(circular=1),
+                      first={"circular": "possible deadlock in iput (0002-piggin-debug-c2)"})
+    soak.write_summary(summary, asked, {("piggin", "debug"): many}, [], 36000.0, finished=True)
+    records.write(layout, folder, images)
+    deck = slides.Deck(layout, folder, "mainline")
+    page = deck.record()
+    assert page.title.startswith("Record: 1 kernel report and 0 lock-order violations")
+    text = svg_pages.render(page, 1, 1)  # raises PageError if the table does not fit
+    assert "312 boots, 8.33 h, 1 report" in text and "none of these images" in text
