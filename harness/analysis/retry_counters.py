@@ -26,6 +26,7 @@ KINDS = {
     "re-check": "after a lock was dropped the state had changed, or had to be made to "
                 "change; the operation went round again",
     "wait": "the task slept until something else finished",
+    "ns-waited": "nanoseconds the task slept in the waits counted beside it",
     "restart": "a walk dropped its lock to reschedule and began again from the head",
     "unknown": "not described here: read the series' patch that adds it",
 }
@@ -69,7 +70,10 @@ COUNTERS = {c.name: c for c in [
             "iput(), bisection points piggin@4-6 only: the global lock busy at the final drop"),
     Counter("sb_list_gp_wait", "piggin", "wait",
             "inode_init_always(): an inode that left its sb list (XFS's recycle) waited "
-            "synchronously for an RCU grace period before joining one again"),
+            "synchronously for an RCU grace period before joining one again (piggin 0011: "
+            "only if a walk of that sb's list was running when it left)"),
+    Counter("sb_list_gp_wait_ns", "piggin", "ns-waited",
+            "inode_init_always(): the time the sb_list_gp_wait waits took"),
     *[Counter(f"sb_walk_{site}", "piggin", "trylock-retry",
               f"{fn}: i_lock busy under the sb list lock, backed off (piggin@2-8 only; "
               "the RCU walk of 0009 removes it)")
