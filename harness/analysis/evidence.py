@@ -332,7 +332,8 @@ def hottest_lock(figures: dict[tuple[str, str, str], float], kernel: str) -> tup
     roles = {role for (k, role, _) in figures if k == kernel}
     if not roles:
         return "", {}
-    role = max(roles, key=lambda r: figures.get((kernel, r, "acquisitions_per_op"), 0.0))
+    # sorted: ties (every role at 0) name the same role in every report of the run
+    role = max(sorted(roles), key=lambda r: figures.get((kernel, r, "acquisitions_per_op"), 0.0))
     return role, {m: figures.get((kernel, role, m), math.nan) for m in LOCK_METRICS}
 
 
@@ -354,20 +355,31 @@ def verdicts(rows: list[Row], baseline: str, kernel_order: list[str] | None = No
                                {k: stats.summarize(v) for k, v in ordered.items()},
                                baseline, case_spread, ordered, stalled=stalled))
 
+    grouped = by_case(rows)
     for case in cases(rows):
+        mine = grouped[case]
         for cpus in cpus_debug[:1]:
             add(case, "exact", cpus, "acquisitions/op", False,
-                acquisition_values(rows, case, cpus))
-        values, unit = throughput_values(rows, case, "tcg-icount", 1)
+                acquisition_values(mine, case, cpus))
+        values, unit = throughput_values(mine, case, "tcg-icount", 1)
         add(case, "icount", 1, unit, True, values,
             spread.cases.get(case.label) if spread else None,
-            frozenset(b.kernel for b in stalled_boots(rows, case)))
+            frozenset(b.kernel for b in stalled_boots(mine, case)))
         for cpus in cpus_timed:
-            values, unit = throughput_values(rows, case, mode, cpus)
+            values, unit = throughput_values(mine, case, mode, cpus)
             add(case, "tcg", cpus, unit, True, values)
             if cpus > 1:
                 add(case, "scaling", cpus, "x of 1 worker", True,
-                    scaling_values(rows, case, mode, cpus))
+                    scaling_values(mine, case, mode, cpus))
+    return out
+
+
+def by_case(rows: list[Row]) -> dict[Case, list[Row]]:
+    """The rows of each case: the per-case figures scan these, not the whole run,
+    which made a report quadratic in the run's size."""
+    out: dict[Case, list[Row]] = defaultdict(list)
+    for r in rows:
+        out[Case(r.workload, r.fs, r.phase)].append(r)
     return out
 
 
@@ -533,8 +545,9 @@ def cross_case(rows: list[Row], kernel: str, against: str,
                spread: rerun.RerunSpread | None = None) -> CrossCase | None:
     mode = plain_mode(rows)
     ratios = []
+    grouped = by_case(rows)
     for case, cpus, procs in timed_cells(rows, mode):
-        values, _ = throughput_values(rows, case, mode, cpus, procs)
+        values, _ = throughput_values(grouped[case], case, mode, cpus, procs)
         if values.get(kernel) and values.get(against):
             ratios.append(statistics.fmean(values[kernel]) / statistics.fmean(values[against]))
     if not ratios:

@@ -353,8 +353,11 @@ def case_inputs(layout: Layout, rows: list[Row], tables: dict[str, dict[str, Tab
                 kernel: str, case: evidence.Case) -> CaseInputs | None:
     """The inputs of one kernel and case, or None when the run lacks the debug
     1-vCPU lock figures or throughput they need."""
-    ok = _ok(rows)
     m = _case_match(case)
+    # Every figure below is of this kernel and case: filter once, not per figure
+    # (the run's other rows made the report quadratic in the run's size).
+    ok = [r for r in _ok(rows) if r.kernel == kernel
+          and (r.workload, r.fs, r.phase) == (case.workload, case.fs, case.phase)]
     debug = dict(kernel=kernel, flavour="debug", cpus=1, procs=1, **m)
     acquisitions = _means(ok, metric="acquisitions_per_op", **debug)
     holds_us = _means(ok, metric="holdtime_avg", **debug)
