@@ -16,7 +16,7 @@
 # ORDER_SEED (the kernels' order in each round of timed boots; the manifest keeps it),
 # COUNT_CPUS (vCPUs of the debug-only count boots of the workloads that ask for
 # them, never timed; default 4; none skips them),
-# WORKLOADS, FLAVOURS, BASELINE, FULL=1 (all workloads, REPEAT=5,
+# WORKLOADS, FLAVOURS, BASELINE, FULL=1 (base too, all workloads, REPEAT=5,
 # ICOUNT_REPEAT=3), V=1 (echo the guest console), IMAGES=DIR (kernel images
 # from another build folder or a shared cache), NO_BUILD=1 (never build a
 # kernel: a missing image is an error naming it), WORKLOADS_DIR=DIR[:DIR...]

@@ -211,3 +211,12 @@ def test_kernel_parameters_get_boots_of_their_own_and_flavours_are_kept(tmp_path
     # The parameters are keyed into the cells through the declaration.
     keys = {c.key for b in boots for c in b.cells}
     assert len(keys) == sum(len(b.cells) for b in boots)
+
+
+def test_a_default_compare_runs_mainline_and_the_two_designs_and_full_adds_base():
+    from harness import cli
+    from harness.layout import default_layout
+    layout = default_layout()
+    assert cli.compare_kernels(layout, full=False) == ["mainline", "chinner", "piggin"]
+    assert cli.compare_kernels(layout, full=True) == cli.existing_kernels(layout)
+    assert "base" in cli.compare_kernels(layout, full=True)
