@@ -33,8 +33,8 @@ def test_kinds_are_known():
         ["count"]
 
 
-# Captured 2026-12-06: `python3 -m harness boot piggin|chinner --flavour debug --cpus 2
-# --workloads hotinode`, the write-vs-sync window of hotinode/ext4/p2 (2000 writes).
+# Captured 2026-12-06 from the debug boots at 2 vCPUs of compare run 20261206-094619
+# (the series of issue 28), the write-vs-sync window of hotinode/ext4/p2 (2000 writes).
 CAPTURED = REPO_ROOT / "harness" / "test_data" / "retries"
 
 
