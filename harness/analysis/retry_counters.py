@@ -18,11 +18,9 @@ from dataclasses import dataclass
 # The kinds' names are those of the tidy rows' units (boot/measure.py: a counter's
 # rows have unit "trylock-retry", per op "trylock-retry per open").
 KINDS = {
-    "trylock-retry": "a trylock failed; the locks held were dropped and the walk or lookup "
-                     "tried again",
+    "trylock-retry": "a trylock failed; the locks held dropped, the walk or lookup retried",
     "skip": "a trylock failed; the inode was skipped, nothing retried",
-    "relock": "a lock dropped and re-taken, counted every time, whether or not anything "
-              "changed meanwhile",
+    "relock": "a lock dropped and re-taken, counted every time, changed or not",
     "re-check": "after a lock was dropped the state had changed, or had to be made to "
                 "change; the operation went round again",
     "wait": "the task slept until something else finished",

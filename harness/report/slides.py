@@ -183,10 +183,13 @@ class Deck:
         if not shared or not own:
             return self.missing("Lock traffic")
         more = [e for e in own if e.ahead == FIRST]
+        fewer = [e for e in own if e.ahead == SECOND]
         same = [e for e in shared if e.ahead == ""]
+        # The range over every case apart, as the report's glance table gives it.
+        apart = [e.ratio for e in more + fewer if e.ratio]
         title = (f"Shared locks: the same in {len(same)} of {plural(len(shared), 'case')}; i_lock: "
-                 f"{SECOND} more in {len(more)}"
-                 + (f" ({span_text([e.ratio for e in more if e.ratio])})" if more else ""))
+                 f"{SECOND} more in {len(more)}" + (f", fewer in {len(fewer)}" if fewer else "")
+                 + (f" ({span_text(apart)})" if apart else ""))
         # A case whose counts are all background (below the floor) says nothing here.
         tiny = {e.case for e in shared if max(s.mean for s in e.figures.values())
                 < evidence.EXACT_FLOOR}
@@ -238,14 +241,16 @@ class Deck:
         rows = [[f"{design} {name}", retry_counters.describe(name, design).kind,
                  plural(len(values), "case"), f"{max(values):.2g}"]
                 for (design, name), values in sorted(fired.items())]
-        silent = {d: sum(1 for (k, _) in fired if k == d) for d in (FIRST, SECOND)}
-        title = "Retries: " + "; ".join(
-            f"{d}'s {', '.join(n for (k, n) in fired if k == d)}" if silent[d] else
-            f"no {d} counter fired" for d in (FIRST, SECOND))
-        kinds = sorted({row[1] for row in rows})
+        counters = {d: sum(1 for (k, _) in fired if k == d) for d in (FIRST, SECOND)}
+        # The names are in the table: a title naming each overflowed once both fired.
+        title = "Retries: counters fired: " + ", ".join(
+            f"{d} {counters[d]}" for d in (FIRST, SECOND)) + " (kinds differ: not compared)"
+        kinds = [f"{kind}: {retry_counters.KINDS[kind]}" for kind in sorted({r[1] for r in rows})]
+        # Many counters leave no room for a bullet per kind: the kinds run on in one text.
+        crowded = len(rows) + len(kinds) > 10
         return Page(title, [
-            Grid(["counter", "kind", "fired in", "most per op"], rows, size=30),
-            Bullets([f"{kind}: {retry_counters.KINDS[kind]}" for kind in kinds], size=26),
+            Grid(["counter", "kind", "fired in", "most per op"], rows, size=24 if crowded else 30),
+            Text("; ".join(kinds) + ".", size=24) if crowded else Bullets(kinds, size=26),
         ], self.footer)
 
     def single_thread(self) -> Page:
@@ -339,8 +344,8 @@ class Deck:
                      f"{plural(len(predicted), 'case')}")
         drawn = charts.redraw(chart.chart, self.folder / "scaling", SLIDE_STYLE, title="")
         return Page(title, [Picture([self.picture(drawn)],
-                                    [chart.caption.split(":")[0] + ": predicted throughput "
-                                     "against CPUs, dotted: the band over the target machines"],
+                                    [chart.caption.split(":")[0] + ": predicted; dotted: "
+                                     "the target machines' band"],
                                     text_px=CHART_PX)], self.footer)
 
     def scaling_chart(self, predicted: list[duel.Entry]) -> document.ChartBlock | None:
