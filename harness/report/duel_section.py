@@ -18,14 +18,15 @@ from harness.report.blocks import (Block, Heading, Para, Table, fmt, pct, pct_ab
 
 # What each kind of evidence is, in a few words, and whether it is a cost the user pays
 # (decides) or a mechanism that explains one.
-COSTS = ("price", "icount", "timed", "paired", "latency", "contention")
+COSTS = ("price", "icount", "timed", "paired", "latency", "contention", "inode_contention")
 MECHANISMS = ("shared", "per_inode", "cs", "retries")
 # Kinds decided by a statistical test, whose claims chance alone makes now and then.
-TESTED = ("price", "icount", "timed", "paired", "latency", "contention")
+TESTED = ("price", "icount", "timed", "paired", "latency", "contention", "inode_contention")
 SHORT = {"shared": "shared-lock traffic", "per_inode": "per-inode (i_lock) traffic",
          "cs": "shared critical sections", "retries": "retries",
          "price": "failed-trylock instructions (tcg-cs)",
          "contention": "shared-lock contention (lockdep kernels)",
+         "inode_contention": "i_lock contention (lockdep kernels)",
          "icount": "single-thread cost (-icount)",
          "paired": "timed, boot against boot (all cases)",
          "timed": "timed throughput (TCG)", "latency": "p99 latency (TCG)",
@@ -69,12 +70,17 @@ def change_text(ratio: float | None, low: float | None = None,
     big = ratio >= 2 or ratio <= 0.5 or (high is not None and high >= 2 and ratio > 1) \
         or (low is not None and 0 < low <= 0.5 and ratio < 1)
 
-    def one(x: float) -> str:
-        return times(x) if big else pct(x - 1)
+    def one(x: float, digits: int = 2) -> str:
+        return times(x, digits) if big else pct(x - 1, digits)
 
     text = one(ratio)
     if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
         a, b = one(low), one(high)
+        # An interval that excludes no change must not read as reaching it ("to 1.0x").
+        digits = 2
+        while (low > 1 or high < 1) and one(1.0) in (a, b) and digits < 6:
+            digits += 1
+            a, b = one(low, digits), one(high, digits)
         text += f" ({a} to {b})" if a != b else ""
     return text
 
@@ -105,8 +111,9 @@ def ahead_text(e: duel.Entry, ctx: Context) -> str:
         return f"no claim: {e.note}"
     if not e.ahead:
         if e.prediction:
-            return f"neither: within the model's {pct_abs(e.detectable)}"
-        if e.kind == "contention" and e.ratio is None:
+            return (f"neither: not {pct_abs(e.detectable)} apart on every target machine "
+                    f"(band {span_text([e.low, e.high])})")
+        if e.kind in ("contention", "inode_contention") and e.ratio is None:
             return "neither (no contention)"
         if e.note and not math.isfinite(e.detectable):
             return f"neither: {e.note}"
@@ -169,7 +176,7 @@ def glance_predicted(ctx: Context) -> Table | None:
     t = duel.KindTally("prediction", found)
     return Table(["PREDICTION (model, not measured)", "cases", f"predicted {FIRST} ahead",
                   f"predicted {SECOND} ahead",
-                  f"within {pct_abs(duel.PREDICTION_SAME_WITHIN)} at every hand-off",
+                  f"not {pct_abs(duel.PREDICTION_SAME_WITHIN)} apart on every target machine",
                   f"{SECOND} against {FIRST} (lowest to highest)"],
                  [[KIND_LONG["prediction"], str(len(found)), str(len(t.ahead(FIRST))),
                    str(len(t.ahead(SECOND))), str(len(t.level)), span_text(t.ratios)]])
@@ -384,9 +391,9 @@ def _cannot(ctx: Context) -> str:
     predicted = [e for e in ctx.entries if e.prediction]
     if predicted:
         t = duel.KindTally("prediction", predicted)
-        parts[-1] += (f"; the queueing model, a prediction, puts them within "
-                      f"{pct_abs(duel.PREDICTION_SAME_WITHIN)} of each other at "
-                      f"{duel.PREDICTION_CPUS} CPUs in {len(t.level)} of "
+        parts[-1] += (f"; the queueing model, a prediction, does not put them "
+                      f"{pct_abs(duel.PREDICTION_SAME_WITHIN)} apart on every target machine "
+                      f"at {duel.PREDICTION_CPUS} CPUs in {len(t.level)} of "
                       f"{plural(len(predicted), 'case')}")
     timed = [e for e in ctx.entries if e.kind == "timed" and math.isfinite(e.detectable)]
     if timed:

@@ -44,6 +44,7 @@ DESIGN_COLOURS = [charts.PALETTE[2], charts.PALETTE[3]]  # chinner, piggin as in
 # Kinds of evidence named short enough for large type.
 KIND = {"shared": "shared locks / op", "per_inode": "i_lock / op",
         "cs": "shared critical sections", "contention": "contention (lockdep)",
+        "inode_contention": "i_lock contention (lockdep)",
         "price": "failed-trylock instructions",
         "icount": "single thread (-icount)", "timed": "throughput (TCG)",
         "paired": "boot against boot (TCG)",
@@ -131,7 +132,7 @@ class Deck:
             rows.append([KIND[t.kind], str(len(first)) + (f" (+{aside} set aside)"
                                                            if aside else ""),
                          str(len([e for e in t.ahead(SECOND) if not self.ctx.confounded(e)])),
-                         str(len(t.level) + len(t.unclaimed)) + f" of {len(t.entries)}",
+                         f"{len(t.level)} of {len(t.entries)}", str(len(t.unclaimed)),
                          span_text(apart) if apart else ""])
         cores = self.report.manifest["host"]["cpus"]
         notes = [duel_section._largest(self.ctx).split(". ")[0]]
@@ -145,8 +146,8 @@ class Deck:
             notes.append("Set aside: " + "; ".join(aside))
         return Page(f"Answer: on what this run measured, {duel_section.verdict(self.ctx)}; "
                     f"beyond {cores} CPUs it cannot say", [
-            Grid(["measured", f"{FIRST} ahead", f"{SECOND} ahead", "neither",
-                  f"{SECOND} / {FIRST} where apart"], rows, size=28),
+            Grid(["measured", f"{FIRST} ahead", f"{SECOND} ahead", "neither", "no claim",
+                  f"{SECOND}/{FIRST} apart"], rows, size=28),
             Bullets([n for n in notes if n], size=SMALL_PX),
         ], self.footer)
 
@@ -339,8 +340,8 @@ class Deck:
         if predicted:
             t = duel.KindTally("prediction", predicted)
             title = (f"PREDICTION, not a measurement: the model puts {FIRST} and {SECOND} "
-                     f"within {pct_abs(duel.PREDICTION_SAME_WITHIN)} at "
-                     f"{duel.PREDICTION_CPUS} CPUs in {len(t.level)} of "
+                     f"{pct_abs(duel.PREDICTION_SAME_WITHIN)} apart on every target machine at "
+                     f"{duel.PREDICTION_CPUS} CPUs in {len(predicted) - len(t.level)} of "
                      f"{plural(len(predicted), 'case')}")
         drawn = charts.redraw(chart.chart, self.folder / "scaling", SLIDE_STYLE, title="")
         return Page(title, [Picture([self.picture(drawn)],
@@ -391,19 +392,21 @@ class Deck:
 
     def changers(self) -> list[str]:
         """What this run could not settle, from its own gaps."""
+        predicted = self.entries("prediction")
+        apart = [e for e in predicted if e.ahead in (FIRST, SECOND)]
         items = [f"A host with many cores and KVM: contention beyond "
-                 f"{self.report.manifest['host']['cpus']} CPUs is only predicted here, and the "
-                 "model cannot tell the designs apart"]
+                 f"{self.report.manifest['host']['cpus']} CPUs is only predicted here"
+                 + (f" (the model puts the designs apart in {len(apart)} of "
+                    f"{plural(len(predicted), 'case')}, a prediction)" if predicted else "")]
         counted = {c for cpus in {r.cpus for r in self.report.rows if r.flavour == "debug"}
                    for (k, _, c) in evidence.retries(self.report.rows, cpus) if k == SECOND}
         fired = {name for e in self.entries("retries") for name, _ in e.counters.get(SECOND, [])}
-        silent = [c for c in sorted(counted - fired)
-                  if retry_counters.describe(c, SECOND).kind == "trylock-retry"]
+        loops = {c for c in counted if retry_counters.describe(c, SECOND).kind == "trylock-retry"}
+        silent = sorted(loops - fired)
         if silent:
             items.append(f"Workloads that make {SECOND}'s trylock loops fail: "
-                         f"{len(silent)} of its {plural(len(counted), 'retry counter')} never "
-                         "fired here (hot inodes, walkers against the hot path, crowded hash "
-                         "chains)")
+                         f"{len(silent)} of its {plural(len(loops), 'trylock-retry counter')} "
+                         f"never fired here ({', '.join(silent)})")
         largest = duel_section._largest(self.ctx)
         if "counter" in largest:
             name = largest.split("counter ")[1].split()[0]

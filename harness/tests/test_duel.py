@@ -154,3 +154,37 @@ def test_boot_against_boot_counts_a_boots_luck_once():
     assert not drawn.caveat  # a run that drew each round's order: the claim stands
     chinner = evidence.cross_case(rows, "chinner", "mainline")
     assert (chinner.pairs_won, len(chinner.pair_ratios)) == (4, 6) and chinner.p_pairs > 0.2
+
+
+def test_a_design_is_behind_alone_only_if_every_boot_of_it_is_beyond_every_other(entries):
+    """The report writes "every piggin boot beyond every other kernel's" for such a case:
+    a rank test that puts the design's boots apart while one boot of another kernel lies
+    among them is not that."""
+    import dataclasses
+    p99 = find(entries, XFS, "latency", "2 vCPUs")
+    assert p99.behind == "piggin" and p99.behind_alone()
+    mixed = dict(p99.values)
+    slowest = max(mixed["piggin"])
+    mixed["mainline"] = sorted(mixed["mainline"])[:-1] + [slowest * 0.99]
+    among = dataclasses.replace(p99, values=mixed)
+    others = [v for k, vs in mixed.items() if k != "piggin" for v in vs]
+    assert stats.rank_test(mixed["piggin"], others).apart
+    assert not among.behind_alone()
+
+
+ANON = Path(__file__).resolve().parent.parent / "test_data" / "duel-20261206"
+
+
+def test_the_shared_anon_inodes_i_lock_contention_is_a_kind_of_its_own():
+    """anonstorm: every file stands on the one anon inode, so its i_lock is the lock the
+    workers share; the shared-lock kinds see no contention at all there."""
+    rows = tidy.read(ANON / "anonstorm-debug.tsv")
+    found = duel.entries(rows, KERNELS, None, ANON / "no-scaling.json")
+    eventfd = evidence.Case("anonstorm", "tmpfs", "eventfd")
+    shared = find(found, eventfd, "contention", "2 vCPUs")
+    assert shared.ratio is None  # no shared-lock contention in either design
+    inode = find(found, eventfd, "inode_contention", "2 vCPUs")
+    assert inode.figures["piggin"].mean > 0 and inode.figures["chinner"].mean > 0
+    counts = duel.contention_counts(rows, eventfd, 2, duel.PER_INODE_ROLES)
+    (x, ex), (y, ey) = counts["piggin"], counts["chinner"]
+    assert inode.ratio == pytest.approx((x / ex) / (y / ey))

@@ -151,8 +151,8 @@ def test_the_scaling_slide_takes_the_reports_prediction(run):
     assert page.title.startswith("Scaling prediction (a model's prediction")
     # The report's chart, drawn again in the slide's large type.
     (picture,) = page.parts
-    assert picture.captions == ["create-unlink on tmpfs: predicted throughput against CPUs, "
-                                "dotted: the band over the target machines"]
+    assert picture.captions == ["create-unlink on tmpfs: predicted; dotted: the target "
+                                "machines' band"]
     assert picture.paths == [deck.folder / "scaling.svg"]
     assert f"DejaVu Sans,{slides.CHART_PX}" in (deck.folder / "scaling.gp").read_text()
 
