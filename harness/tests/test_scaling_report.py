@@ -93,3 +93,22 @@ def test_every_case_of_the_reference_passes_the_solver_checks():
               if r.violations()}
     assert failed == {}
     assert all(set(r.solved) == {m.key for m in machines.MACHINES} for r in results)
+
+
+def test_a_fall_the_hot_locks_hand_off_explains_is_a_prediction_not_a_defect():
+    # piggin's anonstorm: every operation takes the one anon inode's i_lock 4 times;
+    # from 2 CPUs on, each hand-off moves its lines, so 1/(A S) drops tenfold and the
+    # model predicts a lower rate than at 1 CPU on the four-socket machine.
+    from pathlib import Path
+
+    from harness.analysis import predict
+    reference = Path(__file__).resolve().parents[2] / "results" / "reference"
+    (result,) = [r for r in predict.run_predictions(default_layout(), reference, 8)
+                 if r.inputs.kernel == "piggin" and r.inputs.case.label ==
+                 "anonstorm epoll on tmpfs"]
+    profile, prediction = result.solved["4s"]
+    rates = [p.ops_per_s for p in prediction.points]
+    assert min(rates[1:]) < rates[0]
+    caps = [prediction.profile.busiest(n, prediction.costs.at(n))[1] for n in (1, 2)]
+    assert caps[1] < caps[0] / 5
+    assert result.violations() == {}
