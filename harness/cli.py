@@ -37,7 +37,7 @@ from harness.guest import check, deps, initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
 from harness.report import charts, document, reference, slides, svg_pages
-from harness.run import compare, faults, finish, matrix, nodejob, slurm, soak
+from harness.run import compare, faults, finish, matrix, nodejob, slurm, soak, tidy
 from harness.layout import default_layout, folder_list, slug
 
 DEFAULT_CPUS = min(2, os.cpu_count() or 1)  # of `boot` without --cs
@@ -295,7 +295,7 @@ def site_of(args, layout) -> compare.Site:
 def cmd_report(args) -> int:
     layout = default_layout()
     run_dir = Path(args.run_dir) if args.run_dir else layout.latest
-    if not (run_dir / "tidy.tsv").exists():
+    if not tidy.table_in(run_dir).exists():
         raise FileNotFoundError(f"{run_dir}: no tidy.tsv (not a run folder)")
     md, page = document.write(layout, run_dir.resolve(), args.baseline)
     progress.say(f"report: {md} and {page}")
@@ -305,7 +305,7 @@ def cmd_report(args) -> int:
 def cmd_slides(args) -> int:
     layout = default_layout()
     run_dir = Path(args.run_dir) if args.run_dir else layout.results / "latest"
-    if not (run_dir / "tidy.tsv").exists():
+    if not tidy.table_in(run_dir).exists():
         raise FileNotFoundError(f"{run_dir}: no tidy.tsv (not a run folder)")
     progress.say(f"slides: {slides.write(layout, run_dir.resolve(), args.baseline)}")
     return 0

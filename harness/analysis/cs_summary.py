@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--validate", action="store_true",
                         help="check straight-line sections against the disassembly")
     args = parser.parse_args(argv)
-    rows = tidy.read(args.run_dir / "tidy.tsv") if args.run_dir else []
+    rows = tidy.read(tidy.table_in(args.run_dir)) if args.run_dir else []
     for i, boot in enumerate(args.boots + args.debug_icount, 1):
         rows += rows_of_boot(boot, i)
     repeatable = print_tables(rows)

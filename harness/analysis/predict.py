@@ -90,7 +90,7 @@ def run_predictions(layout: Layout, run_dir: Path, max_cpus: int,
                     targets: tuple[Machine, ...] = machines.MACHINES,
                     kernels: list[str] | None = None,
                     rows: list[tidy.Row] | None = None) -> list[CasePrediction]:
-    rows = rows if rows is not None else tidy.read(run_dir / "tidy.tsv")
+    rows = rows if rows is not None else tidy.read(tidy.table_in(run_dir))
     kernels = kernels or evidence.kernels_in(rows)
     return [solve_case(inputs, targets, max_cpus)
             for inputs in scaling_inputs.run_inputs(layout, run_dir, rows, kernels)
@@ -136,7 +136,7 @@ def _profile_command(args, cpus: list[int]) -> int:
 
 def _run_command(args, cpus: list[int]) -> int:
     run_dir = Path(args.run_dir)
-    if not (run_dir / "tidy.tsv").exists():
+    if not tidy.table_in(run_dir).exists():
         raise FileNotFoundError(f"{run_dir}: no tidy.tsv (not a run folder)")
     targets = _targets(args)
     results = run_predictions(default_layout(), run_dir, cpus[-1], targets)

@@ -176,7 +176,7 @@ class ReportBuilder:
     def __init__(self, layout: Layout, run_dir: Path, baseline: str | None) -> None:
         self.layout = layout
         self.run_dir = run_dir
-        self.rows = tidy.read(run_dir / "tidy.tsv")
+        self.rows = tidy.read(tidy.table_in(run_dir))
         self.manifest = json.loads((run_dir / "manifest.json").read_text())
         conformance = run_dir / "lockorder.json"
         self.conformance = json.loads(conformance.read_text()) if conformance.exists() else {}

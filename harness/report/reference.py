@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.kernels import series
-from harness.run import estimate
+from harness.run import estimate, tidy
 from harness.layout import Layout
 
 KEPT = ("report.md", "report.html", "tidy.tsv", "manifest.json", "lockorder.json")
+COPIED = tuple(name for name in KEPT if name != "tidy.tsv")  # the table goes compressed
 # What the run used and the report read, where the run has it: the lock-order
 # files, the patch text, the code-cost measurements, the -icount rerun
 # spread, the slide deck, the scaling model's predictions with the hash
@@ -51,8 +52,9 @@ def publish(layout: Layout, run_dir: Path) -> Path:
     staging = target.with_name("reference.partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    for name in KEPT:
+    for name in COPIED:
         shutil.copy2(run_dir / name, staging / name)
+    tidy.compress(run_dir / "tidy.tsv", staging / tidy.COMPRESSED)
     for name in KEPT_IF_PRESENT:
         if (run_dir / name).is_dir():
             shutil.copytree(run_dir / name, staging / name)

@@ -77,7 +77,7 @@ def step_times_of_run(layout: Layout, run_dir: Path) -> list[dict]:
     """Median step wall time per kind of step among the cells of a run."""
     store = CellStore(layout)
     times: dict[tuple, list[float]] = {}
-    for key in sorted({row.cell for row in tidy.read(run_dir / "tidy.tsv")}):
+    for key in sorted({row.cell for row in tidy.read(tidy.table_in(run_dir))}):
         cell = store.get(key)
         if cell and cell.wall_s:
             times.setdefault(tuple(cell.history), []).append(cell.wall_s)

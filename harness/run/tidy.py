@@ -6,6 +6,7 @@ Tab-separated with a header, so gnuplot and any spreadsheet read it as is.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
@@ -60,8 +61,28 @@ def _convert(name: str, value: str):
     return value
 
 
+# The published reference keeps its table compressed (a repository file under 4 MiB).
+COMPRESSED = "tidy.tsv.gz"
+
+
+def table_in(run_dir: Path) -> Path:
+    """A run folder's table: tidy.tsv, or the reference's tidy.tsv.gz."""
+    plain = run_dir / "tidy.tsv"
+    return run_dir / COMPRESSED if not plain.exists() and (run_dir / COMPRESSED).exists() \
+        else plain
+
+
+def compress(source: Path, target: Path) -> None:
+    """target: source gzipped, byte for byte the same for the same table (no mtime)."""
+    with open(source, "rb") as f, open(target, "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
+        out.write(f.read())
+
+
 def read(path: Path) -> list[Row]:
-    with open(path, newline="") as f:
+    opened = gzip.open(path, "rt", newline="") if path.suffix == ".gz" else \
+        open(path, newline="")
+    with opened as f:
         reader = csv.DictReader(f, delimiter="\t")
         present = set(reader.fieldnames or [])
         missing = set(COLUMNS) - present - set(ADDED_LATER)

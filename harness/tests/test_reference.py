@@ -24,7 +24,7 @@ def test_publish_keeps_report_material_not_raw_boots(layout, tmp_path):
     (run / "charts" / "a.gp").write_text("plot")
     target = reference.publish(layout, run)
     assert sorted(p.name for p in target.iterdir()) == sorted(
-        list(reference.KEPT) + ["charts", estimate.STEP_TIMES])
+        list(reference.COPIED) + ["tidy.tsv.gz", "charts", estimate.STEP_TIMES])
     assert [p.name for p in (target / "charts").iterdir()] == ["a.png"]
     # A run whose report wrote scaling.json publishes it too: its hash table sizes
     # come from boot consoles the reference does not keep.
@@ -116,3 +116,15 @@ def test_publish_keeps_what_the_report_reads(layout, tmp_path):
     assert (target / "series" / "piggin" / "0001-a.patch").read_text() == "patch"
     assert (target / "code-cost.json").exists()
     assert not (target / "slides.pdf").exists()  # this run has no deck
+
+
+def test_the_committed_reference_keeps_its_table_compressed_and_whole():
+    # A repository file stays under 4 MiB: the reference's table is gzipped, and
+    # every reader finds it where a run folder would have tidy.tsv.
+    from harness.run import tidy
+    ref = default_layout().reference
+    assert tidy.table_in(ref) == ref / tidy.COMPRESSED
+    assert not (ref / "tidy.tsv").exists()
+    rows = tidy.read(tidy.table_in(ref))
+    assert len(rows) > 1000 and {r.kernel for r in rows} >= {"mainline", "chinner", "piggin"}
+    assert (ref / tidy.COMPRESSED).stat().st_size < 4 * 1024 * 1024
