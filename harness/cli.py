@@ -602,7 +602,7 @@ ERRORS = (tcg_cs.TcgCsError, series.SeriesError, kbuild.BuildError, workloads.Wo
           source.SourceError,
           initramfs.GuestError, qemu.QemuError, charts.ChartError, reference.ReferenceError,
           slides.DeckError, svg_pages.PageError, slurm.SlurmError, nodejob.NodeJobError,
-          FileNotFoundError)
+          finish.ManifestError, FileNotFoundError)
 
 
 def _terminated(signum, frame) -> None:

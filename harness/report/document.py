@@ -46,6 +46,16 @@ def boots_phrase(manifest: dict) -> str:
                    "earlier runs)" if reused else "")
 
 
+def resumes_phrase(m: dict) -> str:
+    """', resumed in place twice (64 s, 1 boot measured)', or '' for a run of one pass."""
+    resumes = m.get("resumes", [])
+    if not resumes:
+        return ""
+    times = {1: "once", 2: "twice"}.get(len(resumes), f"{len(resumes)} times")
+    return (f", resumed in place {times} ({fmt(sum(r['wall_seconds'] for r in resumes), 2)} s, "
+            f"{plural(sum(r['boots_measured'] for r in resumes), 'boot')} measured)")
+
+
 def _started(directory: str) -> str:
     """'boots/20261204-135533-mainline-...' -> '2026-12-04 13:55' (the run that booted it)."""
     stamp = "-".join(directory.split("/")[-1].split("-")[:2])
@@ -284,7 +294,8 @@ class ReportBuilder:
         b.append(Para(
             f"Run {self.run_dir.name}, written {m['created']}: {boots_phrase(m)}, measured "
             f"{provenance(m)} (boots per run in brackets); this run itself took "
-            f"{fmt(m['wall_seconds'], 2)} s {where}. Source: Debian linux-source-6.1 "
+            f"{fmt(m['wall_seconds'], 2)} s {where}{resumes_phrase(m)}. Source: Debian "
+            "linux-source-6.1 "
             + ", ".join(sorted({k['package_version'] for k in m['kernels'].values()}))
             + f". Secondary comparisons use **{self.baseline}** as the baseline"
             + (f" ({self.requested_baseline} was asked for but is not in this run)"
@@ -865,7 +876,7 @@ class ReportBuilder:
                             f"icount {m['matrix']['icount_repeat']}"],
             ["workloads", " ".join(m["matrix"]["workloads"])],
             ["boots", f"{boots_phrase(m)}; {m.get('reruns', 0)} steps rerun for host load"],
-            ["wall time", f"{fmt(m['wall_seconds'] / 60, 2)} min"],
+            ["wall time", f"{fmt(m['wall_seconds'] / 60, 2)} min{resumes_phrase(m)}"],
         ]))
         machines = m.get("machines", {})
         if len(machines) > 1:

@@ -177,6 +177,7 @@ def run(layout: Layout, matrix: Matrix, run_dir: Path, accel: str | None = None,
     started = time.monotonic()
     stages = Stages()
     run_dir.mkdir(parents=True, exist_ok=True)
+    finish.check_resumable(run_dir)
     orders = {k: lockorder.for_kernel(layout, k) for k in matrix.kernels}
     with stages.timed("initramfs"):
         files = initramfs.prepare(layout, matrix.workloads)

@@ -149,7 +149,54 @@ def write_manifest(layout: Layout, run_dir: Path, matrix: Matrix,
     }
     if timing:
         manifest["timing"] = timing.as_json(wall_s)
-    (run_dir / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    path = run_dir / MANIFEST
+    if path.exists():
+        manifest = resumed(_earlier_manifest(path), manifest)
+    path.write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+def _earlier_manifest(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ManifestError(f"{path}: the run's earlier manifest cannot be read ({e}); "
+                            "move it aside to resume the run in place") from e
+
+
+class ManifestError(Exception):
+    pass
+
+
+def check_resumable(run_dir: Path) -> None:
+    """Before measuring: a run resumed in its own folder can keep its earlier manifest."""
+    if (run_dir / MANIFEST).exists():
+        _earlier_manifest(run_dir / MANIFEST)
+
+
+def resumed(earlier: dict, now: dict) -> dict:
+    """The manifest of a run resumed in its own folder (make compare RUN_DIR=<that run>).
+
+    What the first pass measured stays as it recorded it: its start, wall time,
+    timing and boots. The boots this pass reuses from the first are the first's;
+    what this pass did itself (its wall time, the boots it measured, its timing)
+    is appended to "resumes", so no pass's record overwrites another's.
+    """
+    earlier_dirs = {b["directory"] for b in earlier["boots"]}
+    merged = dict(now)
+    for key in ("created", "wall_seconds", "timing"):
+        if key in earlier:
+            merged[key] = earlier[key]
+        else:
+            merged.pop(key, None)
+    merged["boots"] = earlier["boots"] + now["boots"]
+    merged["reused_boots"] = [b for b in now["reused_boots"] if b["directory"] not in earlier_dirs]
+    this_pass = {"created": now["created"], "wall_seconds": now["wall_seconds"],
+                 "boots_measured": len(now["boots"]),
+                 "boots_reused": len(now["reused_boots"])}
+    if "timing" in now:
+        this_pass["timing"] = now["timing"]
+    merged["resumes"] = earlier.get("resumes", []) + [this_pass]
+    return merged
 
 
 def write_table(rows: list[tidy.Row], run_dir: Path) -> None:

@@ -145,6 +145,18 @@ def test_compare_writes_a_run_and_resumes_without_redoing_cells(built, tmp_path)
     # The captured soak booted d4a094542ede0508: it counts if and only if this is that image.
     assert bool(kept.ours("mainline", "debug")) == (key == "d4a094542ede0508")
 
+    # Resumed in its own folder (to pick up a soak made after it), the run keeps what
+    # its first pass measured and records the resume beside it.
+    again = compare.run(layout, wanted, tmp_path / "run1", accel="tcg")
+    assert again.boots == []
+    resumed = json.loads((tmp_path / "run1" / "manifest.json").read_text())
+    for key in ("created", "wall_seconds", "timing", "boots"):
+        assert resumed[key] == manifest[key], key
+    assert resumed["reused_boots"] == []
+    [resume] = resumed["resumes"]
+    assert (resume["boots_measured"], resume["boots_reused"]) == (0, 1)
+    assert resume["wall_seconds"] < manifest["wall_seconds"]
+
 
 def test_kernel_parameters_and_count_boots_in_a_real_compare(built, tmp_path):
     """A workload with a cmdline boots apart with it; count boots are debug only and
