@@ -422,6 +422,10 @@ def _cannot(ctx: Context) -> str:
         parts.append(f"single-thread cost in {plural(len(stalled), 'case')} where a boot "
                      "stalled on its own and wants a rerun ("
                      + ", ".join(e.case.label for e in stalled) + ")")
+    absent = [k for k in duel.MEASURED if not any(e.kind == k for e in ctx.entries)]
+    if absent:
+        parts.append("what this run did not measure: "
+                     + ", ".join(f"{SHORT[k]} ({duel.KINDS[k]})" for k in absent))
     return "What this machine cannot decide: " + "; ".join(parts) + "."
 
 

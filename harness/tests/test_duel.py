@@ -188,3 +188,14 @@ def test_the_shared_anon_inodes_i_lock_contention_is_a_kind_of_its_own():
     counts = duel.contention_counts(rows, eventfd, 2, duel.PER_INODE_ROLES)
     (x, ex), (y, ey) = counts["piggin"], counts["chinner"]
     assert inode.ratio == pytest.approx((x / ex) / (y / ey))
+
+
+def test_a_kind_of_evidence_the_run_lacks_is_said_not_measured(entries):
+    """The 2026-12-04 rows have no round-robin tcg-cs boots: the report must say the
+    price of failed trylocks was not measured, not stay silent on it."""
+    from harness.report import duel_section
+    assert not [e for e in entries if e.kind == "price"]
+    ctx = duel_section.Context(entries, [], 2, None, [])
+    text = duel_section._cannot(ctx)
+    assert "what this run did not measure: failed-trylock instructions (tcg-cs)" in text
+    assert "single-thread cost (-icount) (" not in text  # measured: not listed
