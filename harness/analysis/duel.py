@@ -355,8 +355,15 @@ def _paired(rows: list[Row], boot_order: list[str] | None) -> Entry | None:
     mean = statistics.fmean(logs)
     half = (stats.t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
             if len(logs) > 1 else math.inf)
-    apart = c.p_pairs < stats.ALPHA
-    ahead = "" if not apart else (SECOND if mean > 0 else FIRST)
+    by_cpus = {n: [p.log_ratio for p in c.pairs if p.cpus == n]
+               for n in sorted({p.cpus for p in c.pairs})}
+    split = "; ".join(f"{n} vCPU{'s' if n > 1 else ''}: {sum(1 for x in v if x > 0)} of {len(v)}"
+                      for n, v in by_cpus.items())
+    # Pooled over vCPU counts whose pairs lean opposite ways, the test would average
+    # two different effects into one: no claim, and the note says where each leans.
+    flipped = len({statistics.fmean(v) > 0 for v in by_cpus.values()}) > 1
+    apart = c.p_pairs < stats.ALPHA and not flipped
+    ahead = "?" if flipped else "" if not apart else (SECOND if mean > 0 else FIRST)
     caveat = ""
     if apart and boot_order and all(k in boot_order for k in (FIRST, SECOND)):
         caveat = (f"every round booted the kernels in one order ({', '.join(boot_order)}): "
@@ -365,7 +372,9 @@ def _paired(rows: list[Row], boot_order: list[str] | None) -> Entry | None:
                  math.exp(mean), math.exp(mean - half), math.exp(mean + half), ahead,
                  f"sign-flip test over boot pairs, p = {c.p_pairs:.2g}" if apart else "",
                  math.exp(half) - 1 if math.isfinite(half) else math.nan,
-                 f"{SECOND} faster in {sum(1 for x in logs if x > 0)} of {len(logs)} pairs",
+                 f"{SECOND} faster in {sum(1 for x in logs if x > 0)} of {len(logs)} pairs"
+                 + (f" ({split})" if len(by_cpus) > 1 else "")
+                 + (": the vCPU counts lean opposite ways, not pooled" if flipped else ""),
                  caveat=caveat)
 
 

@@ -1,5 +1,6 @@
 """chinner against piggin on real rows of the 2026-12-04 reference (harness/test_data)."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -146,7 +147,8 @@ def test_boot_against_boot_counts_a_boots_luck_once():
     order = ["mainline", "base", "chinner", "piggin"]
     (e,) = [e for e in duel.entries(rows, KERNELS, None, DATA / "none.json", order)
             if e.kind == "paired"]
-    assert e.ahead == "chinner" and e.note == "piggin faster in 0 of 6 pairs"
+    assert e.ahead == "chinner"
+    assert e.note == "piggin faster in 0 of 6 pairs (1 vCPU: 0 of 3; 2 vCPUs: 0 of 3)"
     assert e.rule == "sign-flip test over boot pairs, p = 0.031" and e.caveat
     assert e.low < e.ratio < e.high < 1
     (drawn,) = [e for e in duel.entries(rows, KERNELS, None, DATA / "none.json")
@@ -199,3 +201,16 @@ def test_a_kind_of_evidence_the_run_lacks_is_said_not_measured(entries):
     text = duel_section._cannot(ctx)
     assert "what this run did not measure: failed-trylock instructions (tcg-cs)" in text
     assert "single-thread cost (-icount) (" not in text  # measured: not listed
+
+
+def test_boot_pairs_that_lean_opposite_ways_per_vcpu_count_are_not_pooled():
+    """The 2026-12-06 reference's pattern: piggin ahead in every 1-vCPU pair and behind
+    in every 2-vCPU pair. Pooled, the six pairs would average two effects into one."""
+    rows = tidy.read(DATA / "perf-throughput.tsv")
+    flipped = [dataclasses.replace(r, value=r.value * (4.0 if r.kernel == "piggin" else 1.0))
+               if r.cpus == 1 else r for r in rows]
+    (e,) = [e for e in duel.entries(flipped, KERNELS, None, DATA / "none.json")
+            if e.kind == "paired"]
+    assert e.ahead == "?" and not e.rule
+    assert e.note == ("piggin faster in 3 of 6 pairs (1 vCPU: 3 of 3; 2 vCPUs: 0 of 3): "
+                      "the vCPU counts lean opposite ways, not pooled")
