@@ -15,3 +15,4 @@ unit     = create+close
 shared-inodes = 1
 default  = yes
 count-boots = yes
+difference = the reference count under i_lock

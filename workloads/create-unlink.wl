@@ -11,3 +11,4 @@ windowed = yes
 timeout  = 300
 default  = yes
 unit     = create+unlink
+difference = list membership under i_lock (create, unlink)

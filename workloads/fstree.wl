@@ -9,3 +9,5 @@ fs       = tmpfs ext4 xfs
 windowed = yes
 default  = yes
 unit     = file
+difference = list membership under i_lock (create, unlink)
+difference.walk = lookups of cached inodes

@@ -24,3 +24,4 @@ unit     = open
 flavours = debug
 default  = yes
 count-boots = yes
+difference = hash lookups (i_lock of chain inodes under the bucket lock)

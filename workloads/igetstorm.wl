@@ -14,3 +14,4 @@ fs       = ext4
 windowed = yes
 default  = yes
 unit     = open
+difference = hash lookups (i_lock of chain inodes under the bucket lock)

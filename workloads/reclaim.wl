@@ -20,3 +20,4 @@ unit     = stat
 flavours = debug
 default  = yes
 count-boots = yes
+difference = the LRU walk against lookups

@@ -15,3 +15,4 @@ output   = result-lines
 fs       = tmpfs ext4 xfs
 windowed = yes
 unit     = op
+difference = sb inode list walks (RCU in piggin)

@@ -10,3 +10,4 @@ output   = result-lines
 fs       = ext4 xfs
 windowed = yes
 unit     = file
+difference = sb inode list walks (RCU in piggin)

@@ -104,6 +104,11 @@ expression may hold one). Keys:
               workload: every worker on the same N files); the scaling model
               queues per-inode locks over that many instances (default: the
               workers share no inode)
+    difference  the difference between the two designs the workload puts
+    difference.PHASE  to work, in a few words ('the reference count under
+              i_lock'); the report answers per difference. PHASE gives a
+              phase one of its own. For the report only: it is not part of
+              the cells' key, so writing one measures nothing anew
 
 Every problem of a file is reported, each with its file and line; load_all
 reads every file of every folder before it gives up.
@@ -193,6 +198,17 @@ class Workload:
     count_boots: bool = False
     flavours: tuple[str, ...] = FLAVOURS
     cmdline: str = ""
+    differences: tuple[tuple[str, str], ...] = ()  # (phase, or "" for the workload; text)
+
+    @property
+    def measured_text(self) -> str:
+        """The declaration without its report-only keys: what the cells are keyed by."""
+        return REPORT_ONLY.sub("", self.text)
+
+    def difference(self, phase: str) -> str:
+        """The design difference a phase works, or the workload's ("" if none given)."""
+        found = dict(self.differences)
+        return found.get(phase, found.get("", ""))
 
     def line_of(self, key: str) -> int:
         """The line that declared key (0: not declared)."""
@@ -271,6 +287,7 @@ class _Lines:
     values: dict[str, tuple[int, str]] = field(default_factory=dict)
     matches: list[Match] = field(default_factory=list)
     units: dict[str, tuple[int, str]] = field(default_factory=dict)  # unit.GROUP
+    differences: dict[str, tuple[int, str]] = field(default_factory=dict)  # difference[.PHASE]
     found: list[tuple[int, str]] = field(default_factory=list)  # (line, message)
 
     def fail(self, lineno: int | None, message: str) -> None:
@@ -286,6 +303,15 @@ class _Lines:
         return self.values.get(key, (0, default))
 
 
+DIFFERENCE_KEY = "difference"
+# The keys that only say what a workload is for: left out of Workload.measured_text.
+REPORT_ONLY = re.compile(r"^\s*difference(\.[^=\s]+)?\s*=.*$\n?", re.MULTILINE)
+
+
+def _is_difference_key(key: str) -> bool:
+    return key == DIFFERENCE_KEY or key.startswith(DIFFERENCE_KEY + ".")
+
+
 def _is_match_key(key: str) -> bool:
     return key == "match" or key.startswith("match.")
 
@@ -295,8 +321,10 @@ def _read_line(lines: _Lines, lineno: int, line: str) -> None:
         lines.fail(lineno, f"expected 'key = value', got {line!r}")
         return
     key, value = (part.strip() for part in line.split("=", 1))
-    if key not in SINGLE_KEYS and not _is_match_key(key) and not key.startswith("unit."):
-        known = sorted(SINGLE_KEYS | {"match", "match.PHASE", "unit.GROUP"})
+    if key not in SINGLE_KEYS and not _is_match_key(key) and not key.startswith("unit.") \
+            and not _is_difference_key(key):
+        known = sorted(SINGLE_KEYS | {"match", "match.PHASE", "unit.GROUP", "difference",
+                                      "difference.PHASE"})
         lines.fail(lineno, f"unknown key {key!r} (known: {', '.join(known)})")
     elif not value:
         lines.fail(lineno, f"{key} has no value")
@@ -306,6 +334,8 @@ def _read_line(lines: _Lines, lineno: int, line: str) -> None:
             lines.matches.append(match)
     elif key.startswith("unit."):
         _figure_unit(lines, key, lineno, value)
+    elif _is_difference_key(key):
+        _difference(lines, key, lineno, value)
     elif key in lines.values:
         lines.fail(lineno, f"{key} given twice (first on line {lines.values[key][0]})")
     else:
@@ -331,6 +361,16 @@ def _match(lines: _Lines, key: str, lineno: int, value: str) -> Match | None:
     else:
         return Match(phase, pattern, lineno)
     return None
+
+
+def _difference(lines: _Lines, key: str, lineno: int, value: str) -> None:
+    phase = key[len(DIFFERENCE_KEY) + 1:]
+    if key in lines.differences:
+        lines.fail(lineno, f"{key} given twice (first on line {lines.differences[key][0]})")
+    elif key != DIFFERENCE_KEY and not PHASE_NAME.fullmatch(phase):
+        lines.fail(lineno, f"{key}: {phase!r} is not a phase name (letters, digits, _ . -)")
+    else:
+        lines.differences[key] = (lineno, " ".join(value.split()))
 
 
 def _figure_unit(lines: _Lines, key: str, lineno: int, value: str) -> None:
@@ -520,7 +560,9 @@ def parse(path: Path, text: str | None = None) -> Workload:
         key_lines=tuple((key, lineno) for key, (lineno, _) in lines.values.items()),
         shared_inodes=_check_shared_inodes(lines),
         count_boots=_check_yes_no(lines, "count-boots", "no"),
-        flavours=_check_flavours(lines), cmdline=_check_cmdline(lines))
+        flavours=_check_flavours(lines), cmdline=_check_cmdline(lines),
+        differences=tuple((k[len(DIFFERENCE_KEY) + 1:], v)
+                          for k, (_, v) in lines.differences.items()))
     if lines.problems:
         raise WorkloadError(lines.problems)
     return workload

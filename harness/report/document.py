@@ -276,7 +276,7 @@ class ReportBuilder:
         covs = [cov for _, _, cov, _ in evidence.noise(self.rows)]
         return duel_section.Context(entries, cross, self.manifest["host"]["cpus"],
                                     (min(covs), max(covs)) if covs else None,
-                                    self.record_rows())
+                                    self.record_rows(), self.manifest.get("differences", {}))
 
     # -- sections -----------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ model's prediction never share a table.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.analysis import duel, evidence, retry_counters, stats
 from harness.analysis.duel import FIRST, SECOND
@@ -41,6 +41,9 @@ class Context:
     cores: int
     noise: tuple[float, float] | None  # lowest and highest CoV of the timed cells
     record: list[list[str]]  # rows of the robustness record (duel_record_rows)
+    # "workload" or "workload/phase" -> the design difference it works (the manifest's
+    # "differences", from the workloads' difference keys); empty for older runs
+    differences: dict[str, str] = field(default_factory=dict)
 
     @property
     def flagged(self) -> list[evidence.CrossCase]:
@@ -60,6 +63,22 @@ class Context:
     def claims(self, design: str, kinds: tuple[str, ...]) -> list[duel.Entry]:
         return [e for e in self.entries if e.kind in kinds and e.ahead == design
                 and not self.confounded(e)]
+
+    def difference(self, case: evidence.Case) -> str:
+        return self.differences.get(f"{case.workload}/{case.phase}",
+                                    self.differences.get(case.workload, ""))
+
+    def by_difference(self) -> list[tuple[str, "Context"]]:
+        """Each design difference the run's workloads declare, with its entries alone, in
+        the order the entries first name it; the prediction and the all-case pairing,
+        which belong to no one difference, are left out."""
+        groups: dict[str, list[duel.Entry]] = {}
+        for e in self.entries:
+            name = self.difference(e.case)
+            if name and not e.prediction and e.case != duel.ALL_CASES:
+                groups.setdefault(name, []).append(e)
+        return [(name, Context(found, self.cross, self.cores, self.noise, self.record,
+                               self.differences)) for name, found in groups.items()]
 
 
 def change_text(ratio: float | None, low: float | None = None,
@@ -263,6 +282,43 @@ def cross_case_block(ctx: Context) -> list[Block]:
 BALANCE = 3
 
 
+def _claims_text(ctx: Context, design: str) -> str:
+    """'i_lock contention 3 (2.3x-2.9x), per-inode (i_lock) traffic 2': what a design is
+    ahead in, by kind, with piggin's change against chinner where the kind has ratios."""
+    found = ctx.claims(design, COSTS + MECHANISMS)
+    parts = []
+    for kind in dict.fromkeys(e.kind for e in found):
+        mine = [e for e in found if e.kind == kind]
+        ratios = [e.ratio for e in mine if e.ratio and math.isfinite(e.ratio)]
+        parts.append(f"{SHORT[kind]} {len(mine)}" + (f" ({span_text(ratios)})" if ratios
+                                                       else ""))
+    return ", ".join(parts) or "none"
+
+
+def difference_table(ctx: Context) -> Table | None:
+    """The answer per design difference: which design each one's evidence puts ahead."""
+    groups = ctx.by_difference()
+    if not groups:
+        return None
+    rows = []
+    for name, sub in groups:
+        cases = list(dict.fromkeys(e.case.label for e in sub.entries))
+        level = [e for e in sub.entries if e.ahead == "" and e.kind != "retries"]
+        rows.append([name, ", ".join(cases), verdict(sub), _claims_text(sub, FIRST),
+                     _claims_text(sub, SECOND), str(len(level))])
+    return Table(["design difference", "cases", "on its costs", f"{FIRST} ahead in",
+                  f"{SECOND} ahead in", "neither (comparisons)"], rows)
+
+
+def difference_sentence(ctx: Context) -> str:
+    """One clause per design difference, from difference_table's verdicts."""
+    groups = ctx.by_difference()
+    if not groups:
+        return ""
+    return ("Per design difference (the workloads' own declarations): "
+            + "; ".join(f"{name}: {verdict(sub)}" for name, sub in groups) + ".")
+
+
 def verdict(ctx: Context) -> str:
     """The answer in one phrase: which design the measured costs put ahead."""
     first, second = ctx.claims(FIRST, COSTS), ctx.claims(SECOND, COSTS)
@@ -303,7 +359,7 @@ def answer(ctx: Context) -> list[str]:
         lead += (f": {SECOND} costs more in {plural(len(first), 'comparison')}"
                  + (f" ({counted(first)})" if first else "")
                  + f", {FIRST} in {len(second)}" + (f" ({counted(second)})" if second else ""))
-    paragraphs = [lead + ".** " + _largest(ctx) + _smallest(ctx)]
+    paragraphs = [lead + ".** " + _largest(ctx) + _smallest(ctx), difference_sentence(ctx)]
     paragraphs.append(_mechanisms(ctx))
     paragraphs.append(_cannot(ctx))
     return [p for p in paragraphs if p]
@@ -444,6 +500,14 @@ def blocks(ctx: Context, rows: list, kernels: list[str]) -> list[Block]:
         f"measured rerun spread; contention by an exact test of the two counts. With "
         f"{stats.ALPHA} per test, about one comparison in {round(1 / stats.ALPHA)} is "
         f"claimed by chance alone."))
+    table = difference_table(ctx)
+    if table:
+        out.append(Para(
+            f"Per design difference: the comparisons of the workload cases that declare it "
+            f"(their difference keys), with the verdict their costs alone give by the rule "
+            f"of the answer above; the ahead columns count costs and mechanisms by kind, "
+            f"with {SECOND}'s change against {FIRST}'s where apart."))
+        out.append(table)
     out.append(glance_measured(ctx))
     predicted = glance_predicted(ctx)
     if predicted:

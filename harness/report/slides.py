@@ -144,10 +144,21 @@ class Deck:
                   if e.caveat and e.ahead in (FIRST, SECOND)]
         if aside:
             notes.append("Set aside: " + "; ".join(aside))
+        grid = Grid(["measured", f"{FIRST} ahead", f"{SECOND} ahead", "neither", "no claim",
+                     f"{SECOND}/{FIRST} apart"], rows, size=28)
+        groups = self.ctx.by_difference()
+        if groups:  # the summit's question is per design difference, not per kind
+            costs = duel_section.COSTS + duel_section.MECHANISMS
+            grid = Grid(["design difference", f"{FIRST} ahead", f"{SECOND} ahead", "neither",
+                         "on its costs"],
+                        [[name, str(len(sub.claims(FIRST, costs))),
+                          str(len(sub.claims(SECOND, costs))),
+                          str(len([e for e in sub.entries
+                                   if e.ahead == "" and e.kind != "retries"])),
+                          duel_section.verdict(sub)] for name, sub in groups], size=22)
         return Page(f"Answer: on what this run measured, {duel_section.verdict(self.ctx)}; "
                     f"beyond {cores} CPUs it cannot say", [
-            Grid(["measured", f"{FIRST} ahead", f"{SECOND} ahead", "neither", "no claim",
-                  f"{SECOND}/{FIRST} apart"], rows, size=28),
+            grid,
             Bullets([n for n in notes if n], size=SMALL_PX),
         ], self.footer)
 

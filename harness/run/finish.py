@@ -136,6 +136,10 @@ def write_manifest(layout: Layout, run_dir: Path, matrix: Matrix,
                    # debug-only boots of the count-boots workloads, never timed
                    "count_cpus": matrix.counted_cpus},
         "oversubscribed": [c for c in matrix.cpus + matrix.counted_cpus if c > machine.cores],
+        # What each workload (or phase) was written to set apart: the report answers
+        # per design difference (workloads.py, the difference keys).
+        "differences": {w.name + (f"/{phase}" if phase else ""): text
+                        for w in matrix.workloads for phase, text in w.differences},
         "kernels": kernels,
         "boots": [boot_entry(layout, b) for b in boots],
         "reused_boots": [boot_entry(layout, b) for b in reused_boots],

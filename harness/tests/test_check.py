@@ -173,7 +173,7 @@ def test_every_problem_of_every_file_is_reported(tmp_path, guest):
         f"{tmp_path}/a.wl:5: unknown fs 'zfs' (known: tmpfs, ext4, xfs)",
         f"{tmp_path}/b.wl: missing required key 'output'",
         f"{tmp_path}/b.wl:5: unknown key 'colour' (known: binaries, cmdline, count-boots, "
-        f"default, files, flavours, fs, lock-end, lock-start, match, match.PHASE, name, ops, "
+        f"default, difference, difference.PHASE, files, flavours, fs, lock-end, lock-start, match, match.PHASE, name, ops, "
         f"output, packages, procs, run, shared-inodes, summary, timeout, unit, unit.GROUP, "
         f"windowed)"]
     with pytest.raises(workloads.WorkloadError) as raised:

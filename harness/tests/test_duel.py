@@ -214,3 +214,25 @@ def test_boot_pairs_that_lean_opposite_ways_per_vcpu_count_are_not_pooled():
     assert e.ahead == "?" and not e.rule
     assert e.note == ("piggin faster in 3 of 6 pairs (1 vCPU: 3 of 3; 2 vCPUs: 0 of 3): "
                       "the vCPU counts lean opposite ways, not pooled")
+
+
+def test_the_answer_is_given_per_design_difference(entries):
+    """Each workload (or phase) names the design difference it works; the report groups
+    the comparisons by it. Here the one case of the captured rows: create-unlink."""
+    from harness.report import duel_section
+    differences = {"create-unlink": "list membership under i_lock (create, unlink)"}
+    ctx = duel_section.Context(entries, [], 2, None, [], differences)
+    [(name, sub)] = ctx.by_difference()
+    assert name == differences["create-unlink"]
+    assert {e.case for e in sub.entries} == {XFS, EXT4}
+    assert not [e for e in sub.entries if e.prediction or e.kind == "paired"]
+    table = duel_section.difference_table(ctx)
+    [row] = table.rows
+    assert row[0] == name and row[1] == "create-unlink on ext4, create-unlink on xfs"
+    assert row[2] == duel_section.verdict(sub)
+    # piggin's extra i_lock acquisitions are chinner's lead in per-inode traffic
+    assert "per-inode (i_lock) traffic 2" in row[3]
+    assert duel_section.difference_sentence(ctx) == \
+        f"Per design difference (the workloads' own declarations): {name}: {row[2]}."
+    # A run made before differences were declared answers as before.
+    assert duel_section.difference_table(duel_section.Context(entries, [], 2, None, [])) is None

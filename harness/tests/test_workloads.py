@@ -147,3 +147,25 @@ def test_kernel_parameters_flavours_and_count_boots(tmp_path):
 def test_bad_kernel_parameters_and_flavours_name_file_and_line(tmp_path, line, message):
     with pytest.raises(workloads.WorkloadError, match=message.replace("{", r"\{")):
         workloads.parse(write(tmp_path, GOOD + line + "\n"))
+
+
+def test_a_difference_names_what_a_workload_sets_apart_and_measures_nothing_anew(tmp_path):
+    text = GOOD + "difference = the reference count  under i_lock\n" \
+                  "difference.walk = none: the control\n"
+    w = workloads.parse(write(tmp_path, text))
+    assert w.difference("create") == "the reference count under i_lock"
+    assert w.difference("walk") == "none: the control"
+    assert workloads.parse(write(tmp_path, GOOD)).difference("walk") == ""
+    # Not in the cells' key: declaring one re-measures nothing.
+    assert w.measured_text == GOOD
+
+
+@pytest.mark.parametrize("line, message", [
+    ("difference.a b = x", "demo.wl:8: difference.a b: 'a b' is not a phase name"),
+    ("difference =", "demo.wl:8: difference has no value"),
+])
+def test_a_bad_difference_names_file_and_line(tmp_path, line, message):
+    with pytest.raises(workloads.WorkloadError, match=message):
+        workloads.parse(write(tmp_path, GOOD + line + "\n"))
+    with pytest.raises(workloads.WorkloadError, match="demo.wl:9: difference given twice"):
+        workloads.parse(write(tmp_path, GOOD + "difference = a\ndifference = b\n"))
