@@ -46,7 +46,9 @@ def add_stage(run_dir: Path, stage: str, seconds: float) -> None:
     """Record a stage that ran after the manifest was written (the report)."""
     path = run_dir / MANIFEST
     manifest = json.loads(path.read_text())
-    timing = manifest.setdefault("timing", {"stages": []})
+    # The pass that just ran: a resume's report is the resume's, never the first pass's.
+    now = manifest["resumes"][-1] if manifest.get("resumes") else manifest
+    timing = now.setdefault("timing", {"stages": []})
     timing["stages"].append({"stage": stage, "seconds": round(seconds, 1)})
     path.write_text(json.dumps(manifest, indent=1) + "\n")
 

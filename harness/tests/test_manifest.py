@@ -47,3 +47,14 @@ def test_the_report_says_the_run_was_resumed():
                                                             "boots_measured": 1}]
     assert resumes_phrase(dict(FIRST, resumes=resumes)) == \
         ", resumed in place twice (64 s, 1 boot measured)"
+
+
+def test_a_resumes_report_is_timed_in_the_resume(tmp_path):
+    import json
+    merged = finish.resumed(FIRST, {"created": "x", "wall_seconds": 3.5, "boots": [],
+                                    "reused_boots": [], "timing": {"stages": []}})
+    (tmp_path / finish.MANIFEST).write_text(json.dumps(merged))
+    finish.add_stage(tmp_path, "report", 40.4)
+    kept = json.loads((tmp_path / finish.MANIFEST).read_text())
+    assert kept["timing"] == FIRST["timing"]
+    assert kept["resumes"][0]["timing"]["stages"] == [{"stage": "report", "seconds": 40.4}]
