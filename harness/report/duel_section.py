@@ -295,6 +295,20 @@ def _claims_text(ctx: Context, design: str) -> str:
     return ", ".join(parts) or "none"
 
 
+def difference_verdict(ctx: Context) -> str:
+    """verdict() of one difference's costs, with how many claims chance alone would give:
+    a difference with a few comparisons and one claim among them decides nothing."""
+    claims = len(ctx.claims(FIRST, COSTS)) + len(ctx.claims(SECOND, COSTS))
+    if not claims:
+        return verdict(ctx)
+    tested = len([e for e in ctx.entries if e.kind in TESTED])
+    expected = tested * stats.ALPHA
+    counts = f"{plural(claims, 'claim')} in {tested} tests, {fmt(expected, 2)} expected by chance"
+    if claims <= expected:
+        return f"neither beyond chance ({counts})"
+    return f"{verdict(ctx)} ({counts})"
+
+
 def difference_table(ctx: Context) -> Table | None:
     """The answer per design difference: which design each one's evidence puts ahead."""
     groups = ctx.by_difference()
@@ -304,7 +318,7 @@ def difference_table(ctx: Context) -> Table | None:
     for name, sub in groups:
         cases = list(dict.fromkeys(e.case.label for e in sub.entries))
         level = [e for e in sub.entries if e.ahead == "" and e.kind != "retries"]
-        rows.append([name, ", ".join(cases), verdict(sub), _claims_text(sub, FIRST),
+        rows.append([name, ", ".join(cases), difference_verdict(sub), _claims_text(sub, FIRST),
                      _claims_text(sub, SECOND), str(len(level))])
     return Table(["design difference", "cases", "on its costs", f"{FIRST} ahead in",
                   f"{SECOND} ahead in", "neither (comparisons)"], rows)
@@ -316,7 +330,7 @@ def difference_sentence(ctx: Context) -> str:
     if not groups:
         return ""
     return ("Per design difference (the workloads' own declarations): "
-            + "; ".join(f"{name}: {verdict(sub)}" for name, sub in groups) + ".")
+            + "; ".join(f"{name}: {difference_verdict(sub)}" for name, sub in groups) + ".")
 
 
 def verdict(ctx: Context) -> str:

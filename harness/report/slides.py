@@ -155,7 +155,8 @@ class Deck:
                           str(len(sub.claims(SECOND, costs))),
                           str(len([e for e in sub.entries
                                    if e.ahead == "" and e.kind != "retries"])),
-                          duel_section.verdict(sub)] for name, sub in groups], size=22)
+                          duel_section.difference_verdict(sub)] for name, sub in groups],
+                        size=22)
         return Page(f"Answer: on what this run measured, {duel_section.verdict(self.ctx)}; "
                     f"beyond {cores} CPUs it cannot say", [
             grid,

@@ -229,7 +229,10 @@ def test_the_answer_is_given_per_design_difference(entries):
     table = duel_section.difference_table(ctx)
     [row] = table.rows
     assert row[0] == name and row[1] == "create-unlink on ext4, create-unlink on xfs"
-    assert row[2] == duel_section.verdict(sub)
+    assert row[2] == duel_section.difference_verdict(sub)
+    tested = len([e for e in sub.entries if e.kind in duel_section.TESTED])
+    assert row[2] == f"chinner is ahead (6 claims in {tested} tests, " \
+                     f"{tested * stats.ALPHA:.2f} expected by chance)"
     # piggin's extra i_lock acquisitions are chinner's lead in per-inode traffic
     assert "per-inode (i_lock) traffic 2" in row[3]
     assert duel_section.difference_sentence(ctx) == \
