@@ -309,6 +309,21 @@ def difference_verdict(ctx: Context) -> str:
     return f"{verdict(ctx)} ({counts})"
 
 
+def difference_short(ctx: Context) -> tuple[str, str]:
+    """For a slide: the verdict in a word or two, and 'claims/tests (expected)'."""
+    claims = len(ctx.claims(FIRST, COSTS)) + len(ctx.claims(SECOND, COSTS))
+    tested = len([e for e in ctx.entries if e.kind in TESTED])
+    expected = tested * stats.ALPHA
+    counts = f"{claims}/{tested} ({fmt(expected, 2)})"
+    if claims and claims <= expected:
+        return "chance only", counts
+    word = verdict(ctx)
+    for design in (FIRST, SECOND):
+        if word.startswith(design):
+            return word.replace(" is ahead", ""), counts
+    return ("neither" if claims else "same within reach"), counts
+
+
 def difference_table(ctx: Context) -> Table | None:
     """The answer per design difference: which design each one's evidence puts ahead."""
     groups = ctx.by_difference()

@@ -149,14 +149,17 @@ class Deck:
         groups = self.ctx.by_difference()
         if groups:  # the summit's question is per design difference, not per kind
             costs = duel_section.COSTS + duel_section.MECHANISMS
-            grid = Grid(["design difference", f"{FIRST} ahead", f"{SECOND} ahead", "neither",
-                         "on its costs"],
-                        [[name, str(len(sub.claims(FIRST, costs))),
-                          str(len(sub.claims(SECOND, costs))),
-                          str(len([e for e in sub.entries
-                                   if e.ahead == "" and e.kind != "retries"])),
-                          duel_section.difference_verdict(sub)] for name, sub in groups],
-                        size=22)
+            rows = []
+            for name, sub in groups:
+                word, counts = duel_section.difference_short(sub)
+                rows.append([name.split(" (")[0], str(len(sub.claims(FIRST, costs))),
+                             str(len(sub.claims(SECOND, costs))), counts, word])
+            grid = Grid(["design difference", FIRST, SECOND, "claims/tests", "verdict"],
+                        rows, size=22)
+            notes.insert(0, f"Per design difference the workloads declare: the comparisons "
+                            f"{FIRST} and {SECOND} are each ahead in (costs and mechanisms); "
+                            "cost claims among the tested comparisons, chance's expectation "
+                            "in brackets; the verdict on costs alone.")
         return Page(f"Answer: on what this run measured, {duel_section.verdict(self.ctx)}; "
                     f"beyond {cores} CPUs it cannot say", [
             grid,

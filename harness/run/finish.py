@@ -189,7 +189,8 @@ def resumed(earlier: dict, now: dict) -> dict:
     """
     earlier_dirs = {b["directory"] for b in earlier["boots"]}
     merged = dict(now)
-    for key in ("created", "wall_seconds", "timing"):
+    # The matrix too: its order seed is what ordered the first pass's boots.
+    for key in ("created", "wall_seconds", "timing", "matrix", "host", "executor"):
         if key in earlier:
             merged[key] = earlier[key]
         else:
@@ -201,6 +202,8 @@ def resumed(earlier: dict, now: dict) -> dict:
                  "boots_reused": len(now["reused_boots"])}
     if "timing" in now:
         this_pass["timing"] = now["timing"]
+    if "matrix" in now and now["matrix"] != earlier.get("matrix"):
+        this_pass["matrix"] = now["matrix"]
     merged["resumes"] = earlier.get("resumes", []) + [this_pass]
     return merged
 

@@ -10,6 +10,7 @@ def boot(name: str) -> dict:
 
 
 FIRST = {"created": "2026-12-06T09:46:19+0000", "wall_seconds": 1473.0,
+         "matrix": {"kernels": ["mainline"], "order_seed": 930599953},
          "timing": {"stages": [{"stage": "boots", "seconds": 1400.0}]},
          "boots": [boot("a"), boot("b")], "reused_boots": [boot("old")], "reruns": 1}
 
@@ -18,15 +19,16 @@ def test_a_resume_keeps_the_first_pass_and_records_its_own():
     now = {"created": "2026-12-06T12:00:00+0000", "wall_seconds": 3.5,
            "timing": {"stages": [{"stage": "finish", "seconds": 1.0}]},
            "boots": [boot("c")], "reused_boots": [boot("a"), boot("b"), boot("old")],
-           "reruns": 1}
+           "reruns": 1, "matrix": {"kernels": ["mainline"], "order_seed": 1864530242}}
     merged = finish.resumed(FIRST, now)
+    assert merged["matrix"] == FIRST["matrix"]  # the seed that ordered the boots
     assert (merged["created"], merged["wall_seconds"]) == (FIRST["created"], 1473.0)
     assert merged["timing"] == FIRST["timing"]
     assert [b["directory"] for b in merged["boots"]] == ["boots/a", "boots/b", "boots/c"]
     assert [b["directory"] for b in merged["reused_boots"]] == ["boots/old"]
     assert merged["resumes"] == [{"created": now["created"], "wall_seconds": 3.5,
                                   "boots_measured": 1, "boots_reused": 3,
-                                  "timing": now["timing"]}]
+                                  "timing": now["timing"], "matrix": now["matrix"]}]
     # A second resume adds to the list; the first pass still stands.
     twice = finish.resumed(merged, dict(now, boots=[], created="2026-12-06T13:00:00+0000"))
     assert [r["created"][11:13] for r in twice["resumes"]] == ["12", "13"]
