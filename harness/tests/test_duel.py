@@ -239,3 +239,25 @@ def test_the_answer_is_given_per_design_difference(entries):
         f"Per design difference (the workloads' own declarations): {name}: {row[2]}."
     # A run made before differences were declared answers as before.
     assert duel_section.difference_table(duel_section.Context(entries, [], 2, None, [])) is None
+
+
+def test_a_count_the_control_does_not_reproduce_is_not_exact():
+    """mainline and chinner take the same locks: where their counts differ (a background
+    loop beside the workers) one debug boot per kernel decides nothing; where they agree
+    (hotinode handle) the count stays exact."""
+    rows = tidy.read(DATA.parent / "reference-20261206" / "background-counts.tsv")
+    order = ["mainline", "base", "chinner", "piggin"]
+    sync = evidence.Case("hotinode", "ext4", "write-vs-sync")
+    e = duel._exact(rows, sync, 1, duel.PER_INODE_ROLES, "per_inode", order)
+    assert e.figures["mainline"].mean == pytest.approx(7.72, abs=0.01)
+    assert e.figures["chinner"].mean == pytest.approx(8.00, abs=0.01)
+    assert e.ahead == "?" and e.rule == ""
+    assert e.note.startswith("not exact here: mainline and chinner take the same locks yet "
+                             "mainline 7.72 against 8; decided by the boots, one per kernel")
+    handle = evidence.Case("hotinode", "ext4", "handle")
+    e = duel._exact(rows, handle, 1, duel.PER_INODE_ROLES, "per_inode", order)
+    assert e.ahead == "chinner" and e.rule == "exact" and not e.note
+    for fs in ("ext4", "xfs"):
+        lookups = evidence.Case("reclaim", fs, "lookup-under-reclaim")
+        assert duel._exact(rows, lookups, 1, duel.PER_INODE_ROLES, "per_inode",
+                           order).ahead == "?"
