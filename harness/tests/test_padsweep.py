@@ -51,7 +51,8 @@ def test_the_sampler_reads_the_vcpu_threads_of_a_real_process():
     run = sampler.steps["s01"]
     low, high = run.together
     # Each thread ran at most the wall time; both-at-once is bounded by the shorter.
-    assert 0.8 < run.wall_s < 1.5 and len(run.ran_s) == 2
+    # At least the second slept between the marks; a loaded host may add to it.
+    assert run.wall_s >= 0.99 and len(run.ran_s) == 2
     assert all(0 < r <= run.wall_s * 1.05 for r in run.ran_s)
     assert 0.0 <= low <= high <= 1.0 and high * run.wall_s <= min(run.ran_s) * 1.001
 
