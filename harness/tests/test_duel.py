@@ -261,3 +261,15 @@ def test_a_count_the_control_does_not_reproduce_is_not_exact():
         lookups = evidence.Case("reclaim", fs, "lookup-under-reclaim")
         assert duel._exact(rows, lookups, 1, duel.PER_INODE_ROLES, "per_inode",
                            order).ahead == "?"
+
+
+def test_shared_traffic_where_trylocks_fail_is_shown_but_decided_by_boots():
+    rows = tidy.read(DATA.parent / "reference-20261206" / "background-counts.tsv")
+    order = ["mainline", "base", "chinner", "piggin"]
+    handle = evidence.Case("hotinode", "ext4", "handle")
+    roles = duel.shared_roles(rows)
+    four = duel._exact(rows, handle, 4, roles, "shared", order)
+    assert four.detail == "4 vCPUs" and four.ratio == pytest.approx(5.703, abs=0.001)
+    assert four.ahead == "?" and four.note.endswith("one per kernel: no claim")
+    one = duel._exact(rows, handle, 1, roles, "shared", order)
+    assert one.ahead == "" and not one.note  # exact and equal: no trylock fails on 1 vCPU
