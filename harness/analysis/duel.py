@@ -168,6 +168,8 @@ def _exact(rows: list[Row], case: Case, cpus: int, roles: tuple[str, ...] | None
     if cpus > 1 and FIRST in summaries and SECOND in summaries:
         # On several vCPUs piggin's failed trylocks retake the shared locks as often as
         # they fail, which varies from boot to boot: a measured figure, not an exact one.
+        if v.same(FIRST, SECOND):
+            return None  # nothing failed in either: the 1-vCPU exact entry says it all
         n = min(summaries[FIRST].n, summaries[SECOND].n)
         return _from_verdict(dataclasses.replace(v, evidence="counted"), kind,
                              f"{cpus} vCPUs", note=(

@@ -444,13 +444,20 @@ def _mechanisms(ctx: Context) -> str:
             continue
         a, b = [e for e in found if e.ahead == FIRST], [e for e in found if e.ahead == SECOND]
         level = [e for e in found if e.ahead == ""]
+        open_ = [e for e in found if e.ahead == "?"]
+        unclaimed = ""
+        if open_:
+            ratios = [e.ratio for e in open_ if e.ratio and math.isfinite(e.ratio)]
+            unclaimed = (f", no claim in {len(open_)}"
+                         + (f" ({SECOND} {span_text(ratios)})" if ratios else ""))
         if not a and not b:
-            parts.append(f"{SHORT[kind]}: the same in all {plural(len(found), 'case')}")
+            parts.append(f"{SHORT[kind]}: the same in {len(level)}{unclaimed} of "
+                         f"{plural(len(found), 'comparison')}")
             continue
         ratios = [e.ratio for e in a + b if e.ratio]
         parts.append(f"{SHORT[kind]}: {FIRST} lower in {len(a)}, {SECOND} lower in {len(b)} "
-                     f"({SECOND} {span_text(ratios)}), the same in {len(level)} of "
-                     f"{plural(len(found), 'case')}")
+                     f"({SECOND} {span_text(ratios)}), the same in {len(level)}{unclaimed} of "
+                     f"{plural(len(found), 'comparison')}")
     if not parts:
         return ""
     return "What differs: " + "; ".join(parts) + "."
