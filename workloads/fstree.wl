@@ -10,4 +10,4 @@ windowed = yes
 default  = yes
 unit     = file
 difference = list membership under i_lock (create, unlink)
-difference.walk = lookups of cached inodes
+difference.walk = cold lookups (hash miss, then insert)

@@ -146,20 +146,22 @@ class Deck:
             notes.append("Set aside: " + "; ".join(aside))
         grid = Grid(["measured", f"{FIRST} ahead", f"{SECOND} ahead", "neither", "no claim",
                      f"{SECOND}/{FIRST} apart"], rows, size=28)
-        groups = self.ctx.by_difference()
-        if groups:  # the summit's question is per design difference, not per kind
-            costs = duel_section.COSTS + duel_section.MECHANISMS
+        verdicts = duel_section.difference_verdicts(self.ctx)
+        if verdicts:  # the summit's question is per design difference, not per kind
             rows = []
-            for name, sub in groups:
-                word, counts = duel_section.difference_short(sub)
-                rows.append([name.split(" (")[0], str(len(sub.claims(FIRST, costs))),
-                             str(len(sub.claims(SECOND, costs))), counts, word])
-            grid = Grid(["design difference", FIRST, SECOND, "claims/tests", "verdict"],
-                        rows, size=22)
-            notes.insert(0, f"Per design difference the workloads declare: the comparisons "
-                            f"{FIRST} and {SECOND} are each ahead in (costs and mechanisms); "
-                            "cost claims among the tested comparisons, chance's expectation "
-                            "in brackets; the verdict on costs alone.")
+            for d in verdicts:
+                word, counts = d.short
+                rows.append([d.name.split(" (")[0],
+                             str(len(d.sub.claims(FIRST, duel_section.MECHANISMS))),
+                             str(len(d.sub.claims(SECOND, duel_section.MECHANISMS))),
+                             counts, word])
+            grid = Grid(["design difference", f"{FIRST} lower", f"{SECOND} lower",
+                         "claims/tests", "verdict"], rows, size=22)
+            notes.insert(0, f"Per design difference the workloads declare: mechanisms "
+                            f"(lock traffic, critical sections, lockdep contention) where "
+                            f"{FIRST} or {SECOND} is lower; cost claims among the cost tests, "
+                            "with the chance of so many or more when nothing differs; the "
+                            "verdict on costs, beyond chance after Holm's correction.")
         return Page(f"Answer: on what this run measured, {duel_section.verdict(self.ctx)}; "
                     f"beyond {cores} CPUs it cannot say", [
             grid,
