@@ -316,6 +316,8 @@ class DifferenceVerdict:
             return f"{verdict(self.sub)} ({counts})"
         if self.claims:
             return f"not beyond chance ({counts}, Holm over the differences)"
+        if not self.tests:
+            return "no cost measured (its cases have no timed or -icount boots)"
         return f"no difference this run could detect ({plural(self.tests, 'test')})"
 
     @property
@@ -323,8 +325,14 @@ class DifferenceVerdict:
         """For a slide: the verdict in a word or two, and 'claims/tests (p)'."""
         counts = f"{self.claims}/{self.tests} (p {self.p:.2g})"
         if not self.decided:
-            return ("chance only" if self.claims else "none detected"), counts
+            return ("chance only" if self.claims else "none detected" if self.tests
+                    else "not timed"), counts
         return verdict(self.sub).replace(" is ahead", ""), counts
+
+
+def cost_tests(ctx: Context) -> int:
+    """The cost comparisons that could have made a claim."""
+    return len([e for e in ctx.entries if e.kind in COSTS and e.ahead != "?"])
 
 
 def chance_p(claims: int, tests: int) -> float:
@@ -340,7 +348,7 @@ def difference_verdicts(ctx: Context) -> list[DifferenceVerdict]:
     found = []
     for name, sub in ctx.by_difference():
         claims = len(sub.claims(FIRST, COSTS)) + len(sub.claims(SECOND, COSTS))
-        tests = len([e for e in sub.entries if e.kind in COSTS and e.ahead != "?"])
+        tests = cost_tests(sub)
         found.append((name, sub, claims, tests, chance_p(claims, tests)))
     decided, m, failed = set(), len(found), False
     for i, (name, _, claims, _, p) in enumerate(sorted(found, key=lambda f: f[4])):
@@ -382,6 +390,8 @@ def difference_sentence(ctx: Context) -> str:
 def verdict(ctx: Context) -> str:
     """The answer in one phrase: which design the measured costs put ahead."""
     first, second = ctx.claims(FIRST, COSTS), ctx.claims(SECOND, COSTS)
+    if (first or second) and chance_p(len(first) + len(second), cost_tests(ctx)) >= stats.ALPHA:
+        return "neither design is ahead beyond chance"
     if first and not second:
         return f"{FIRST} is ahead"
     if second and not first:
@@ -416,9 +426,12 @@ def answer(ctx: Context) -> list[str]:
     first, second = ctx.claims(FIRST, COSTS), ctx.claims(SECOND, COSTS)
     lead = f"**On what this run measured, {verdict(ctx)}"
     if first or second:
+        tests = cost_tests(ctx)
         lead += (f": {SECOND} costs more in {plural(len(first), 'comparison')}"
                  + (f" ({counted(first)})" if first else "")
-                 + f", {FIRST} in {len(second)}" + (f" ({counted(second)})" if second else ""))
+                 + f", {FIRST} in {len(second)}" + (f" ({counted(second)})" if second else "")
+                 + f", of {tests} cost tests (chance p = "
+                 f"{chance_p(len(first) + len(second), tests):.2g})")
     paragraphs = [lead + ".** " + _largest(ctx) + _smallest(ctx), difference_sentence(ctx)]
     paragraphs.append(_mechanisms(ctx))
     paragraphs.append(_cannot(ctx))

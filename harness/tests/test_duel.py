@@ -278,3 +278,16 @@ def test_shared_traffic_where_trylocks_fail_is_shown_but_decided_by_boots():
     assert four.ahead == "?" and four.note.endswith("one per kernel: no claim")
     one = duel._exact(rows, handle, 1, roles, "shared", order)
     assert one.ahead == "" and not one.note  # exact and equal: no trylock fails on 1 vCPU
+
+
+def test_the_headline_needs_its_claims_beyond_chance(entries):
+    from harness.report import duel_section
+    ctx = duel_section.Context(entries, [], 2, None, [])
+    assert duel_section.verdict(ctx) == "chinner is ahead"  # 6 claims, XFS's recycle wait
+    claims = [e for e in entries if e.kind in duel_section.COSTS and e.ahead in ("chinner",
+                                                                                 "piggin")]
+    one = [e for e in entries if e not in claims[1:]]
+    tests = duel_section.cost_tests(duel_section.Context(one, [], 2, None, []))
+    assert duel_section.chance_p(1, tests) >= 0.05
+    assert duel_section.verdict(duel_section.Context(one, [], 2, None, [])) == \
+        "neither design is ahead beyond chance"
