@@ -527,15 +527,16 @@ def _cannot(ctx: Context) -> str:
     predicted = [e for e in ctx.entries if e.prediction]
     if predicted:
         t = duel.KindTally("prediction", predicted)
-        parts[-1] += (f"; the queueing model, a prediction, does not put them "
-                      f"{pct_abs(duel.PREDICTION_SAME_WITHIN)} apart on every target machine "
-                      f"at {duel.PREDICTION_CPUS} CPUs in {len(t.level)} of "
-                      f"{plural(len(predicted), 'case')}")
+        parts[-1] += (f"; the queueing model, a prediction, separates them by "
+                      f"{pct_abs(duel.PREDICTION_SAME_WITHIN)} or more on every target machine "
+                      f"at {duel.PREDICTION_CPUS} CPUs in only "
+                      f"{len(predicted) - len(t.level)} of {plural(len(predicted), 'case')}")
     timed = [e for e in ctx.entries if e.kind == "timed" and math.isfinite(e.detectable)]
     if timed:
         reach = sorted(e.detectable for e in timed)
-        parts.append(f"timed differences smaller than {pct_abs(reach[0])} to "
-                     f"{pct_abs(reach[-1])}, what the boots of one case can separate here"
+        parts.append(f"timed differences below what the boots of one case can separate "
+                     f"here: {pct_abs(reach[0])} at best, {pct_abs(reach[len(reach) // 2])} "
+                     f"typically (median), {pct_abs(reach[-1])} at worst"
                      + (f" (boots of one kernel vary by {pct_abs(ctx.noise[0])} to "
                         f"{pct_abs(ctx.noise[1])}, CoV)" if ctx.noise else ""))
     for c in ctx.flagged:
