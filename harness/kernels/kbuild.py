@@ -208,6 +208,9 @@ def run_make(layout: Layout, obj: Path, args: list[str], log, env: dict[str, str
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+MIN_RECORDED_STEPS = 100  # an incremental build's steps kept as the next one's estimate
+
+
 @dataclass
 class BuildProgress:
     """Counts the compile steps of a make's output; every 30 s, how far it is."""
@@ -225,6 +228,9 @@ class BuildProgress:
             return None
         self.last_report = now
         elapsed = now - self.started
+        if self.expected and self.seen > self.expected:
+            return (f"  {self.label}: {self.seen} steps, more than the {self.expected} of the "
+                    f"last {self.kind} build ({progress.format_duration(elapsed)})")
         if self.expected:
             done = min(self.seen / self.expected, 0.99)
             left = f", about {progress.format_duration(elapsed / done * (1 - done))} left" \
@@ -394,7 +400,9 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
                 for p in problems))
         cpu_s = run_make(layout, obj, [f"-j{jobs}", "CC=ccache gcc", "bzImage"], log, env,
                          on_line=count)
-    counter_file.write_text(str(max(meter.seen, 1)))
+    # A relink that compiled next to nothing says nothing of the next build's size.
+    if not incremental or meter.seen >= MIN_RECORDED_STEPS:
+        counter_file.write_text(str(meter.seen))
     shutil.copy2(obj / "arch/x86/boot/bzImage", staging / "bzImage")
     shutil.copy2(obj / ".config", staging / "config")
     shutil.copy2(obj / "System.map", staging / "System.map")

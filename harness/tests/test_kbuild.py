@@ -143,6 +143,10 @@ def test_build_progress_counts_compile_steps_and_estimates_the_time_left():
     # Half the steps in 60 s: about as long again.
     assert meter.line("", 1060.0) == \
         "  base/perf: 68/136 steps (incremental build), about 1m00s left"
+    # Beyond the last build's count (it was a relink) there is no estimate to give.
+    meter.seen = 200
+    assert meter.line("", 1100.0) == \
+        "  base/perf: 200 steps, more than the 136 of the last incremental build (1m40s)"
     unknown = kbuild.BuildProgress("base/perf", "incremental", 0, started=0.0)
     assert unknown.line("  CC      fs/inode.o", 45.0) == \
         "  base/perf: 1 steps (first incremental build, 45s)"
