@@ -14,4 +14,4 @@ fs       = ext4
 windowed = yes
 default  = yes
 unit     = open
-difference = hash lookups (i_lock of chain inodes under the bucket lock)
+difference = hash lookups in uncrowded chains (control of the crowded)
