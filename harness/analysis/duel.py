@@ -170,27 +170,25 @@ def _exact(rows: list[Row], case: Case, cpus: int, roles: tuple[str, ...] | None
         # they fail, which varies from boot to boot: a measured figure, not an exact one.
         if v.same(FIRST, SECOND):
             return None  # nothing failed in either: the 1-vCPU exact entry says it all
-        n = min(summaries[FIRST].n, summaries[SECOND].n)
-        return _from_verdict(dataclasses.replace(v, evidence="counted"), kind,
-                             f"{cpus} vCPUs", note=(
-                                 "with retries, counts vary from boot to boot; decided by "
-                                 "the boots" + ("" if n > 1 else ", one per kernel: no claim")))
+        return _by_boots(v, kind, f"{cpus} vCPUs",
+                         "with retries, counts vary from boot to boot")
     if CONTROL in summaries and FIRST in summaries and not v.same(CONTROL, FIRST):
         # mainline takes chinner's locks, so their counts differ only by what varies from
         # boot to boot (a background loop, the flusher): the count is not exact here, and
         # chinner against piggin is decided as a measured figure, by its boots.
-        counted = dataclasses.replace(v, evidence="counted")
-        return _from_verdict(counted, kind, f"{cpus} vCPU", note=(
-            f"not exact here: {CONTROL} and {FIRST} take the same locks yet "
-            f"{CONTROL} {fmt_count(summaries[CONTROL].mean)} against "
-            f"{fmt_count(summaries[FIRST].mean)}; decided by the boots"
-            + ("" if min(summaries[FIRST].n, summaries.get(SECOND, summaries[FIRST]).n) > 1
-               else ", one per kernel: no claim")))
+        return _by_boots(v, kind, f"{cpus} vCPU",
+                         f"not exact here: {CONTROL} and {FIRST} take the same locks yet "
+                         f"{CONTROL} {summaries[CONTROL].mean:.3g} against "
+                         f"{summaries[FIRST].mean:.3g}")
     return _from_verdict(v, kind, f"{cpus} vCPU")
 
 
-def fmt_count(x: float) -> str:
-    return f"{x:.3g}"
+def _by_boots(v: evidence.Verdict, kind: str, detail: str, why: str) -> Entry | None:
+    """A count that is not exact, decided as a measured figure by its boots."""
+    s = v.summaries
+    boots = min(s[FIRST].n, s.get(SECOND, s[FIRST]).n)
+    return _from_verdict(dataclasses.replace(v, evidence="counted"), kind, detail, note=(
+        f"{why}; decided by the boots" + ("" if boots > 1 else ", one per kernel: no claim")))
 
 
 def shared_roles(rows: list[Row]) -> tuple[str, ...]:
