@@ -1,6 +1,6 @@
 # inode-duel: build the kernels, boot them in QEMU, measure, compare.
 #
-#   make compare   [KERNELS="mainline base ..."] [CPUS="1 2"] [REPEAT=3] [WORKLOADS=default|all|names]
+#   make compare   [KERNELS="mainline base ..."] [CPUS="1 2"] [REPEAT=3] [WORKLOADS=default|all|names|default,NAME]
 #   make kernels   [KERNELS=...]        build (or find cached) perf and debug images
 #   make soak DURATION=1h               random mixes on the debug and sanitize kernels
 #   make faults [DURATION=2h]           fault injection in the inode cache, mainline the control

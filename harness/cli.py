@@ -225,7 +225,9 @@ def cmd_compare(args) -> int:
     cpus = [int(c) for c in _split(args.cpus)] if args.cpus else matrix.default_cpus()
     run_dir = Path(args.run_dir) if args.run_dir else \
         layout.runs / time.strftime("%Y%m%d-%H%M%S")
-    wanted = matrix.Matrix(kernels=kernels, cpus=cpus, workloads=chosen, **knobs)
+    wanted = matrix.Matrix(kernels=kernels, cpus=cpus, workloads=chosen,
+                           differences_elsewhere=workloads.differences_elsewhere(known, chosen),
+                           **knobs)
     progress.say(f"compare: kernels {' '.join(kernels)}; vCPUs {' '.join(map(str, cpus))}; "
                  f"workloads {' '.join(w.name for w in chosen)}; repeat {wanted.repeat}; "
                  f"run folder {run_dir}")

@@ -619,21 +619,36 @@ def load_all(folders: Path | Iterable[Path]) -> dict[str, Workload]:
     return workloads
 
 
+def differences_elsewhere(known: dict[str, Workload], chosen: list[Workload]
+                          ) -> dict[str, list[str]]:
+    """The design differences that workloads in reach declare and no chosen one does:
+    difference -> the workloads (or workload/phase) that would measure it."""
+    measured = {text for w in chosen for _, text in w.differences}
+    out: dict[str, list[str]] = {}
+    for w in known.values():
+        for phase, text in w.differences:
+            if text not in measured:
+                out.setdefault(text, []).append(w.name + (f"/{phase}" if phase else ""))
+    return out
+
+
 def select(workloads: dict[str, Workload], spec: str) -> list[Workload]:
-    """WORKLOADS= value: 'default', 'all', or names separated by spaces or commas."""
-    if spec in ("", "default"):
-        chosen = [w for w in workloads.values() if w.default]
-        if not chosen:
-            folders = sorted({str(w.folder) for w in workloads.values()})
-            raise WorkloadError(f"no workload of {', '.join(folders)} says default = yes: "
-                                f"name the ones to run (WORKLOADS=...), or 'all'")
-    elif spec == "all":
-        chosen = list(workloads.values())
-    else:
-        chosen = []
-        for name in re.split(r"[\s,]+", spec.strip()):
-            if name not in workloads:
-                raise WorkloadError(f"unknown workload {name!r} (known: "
-                                    f"{', '.join(sorted(workloads))})")
-            chosen.append(workloads[name])
-    return chosen
+    """WORKLOADS= value: names separated by spaces or commas, where 'default' stands
+    for the workloads that say default = yes and 'all' for every one; empty: default."""
+    chosen: dict[str, Workload] = {}
+    for name in re.split(r"[\s,]+", spec.strip() or "default"):
+        if name == "default":
+            found = [w for w in workloads.values() if w.default]
+            if not found:
+                folders = sorted({str(w.folder) for w in workloads.values()})
+                raise WorkloadError(f"no workload of {', '.join(folders)} says default = yes: "
+                                    f"name the ones to run (WORKLOADS=...), or 'all'")
+        elif name == "all":
+            found = list(workloads.values())
+        elif name in workloads:
+            found = [workloads[name]]
+        else:
+            raise WorkloadError(f"unknown workload {name!r} (known: "
+                                f"{', '.join(sorted(workloads))})")
+        chosen.update((w.name, w) for w in found)
+    return list(chosen.values())

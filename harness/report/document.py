@@ -276,7 +276,8 @@ class ReportBuilder:
         covs = [cov for _, _, cov, _ in evidence.noise(self.rows)]
         return duel_section.Context(entries, cross, self.manifest["host"]["cpus"],
                                     (min(covs), max(covs)) if covs else None,
-                                    self.record_rows(), self.manifest.get("differences", {}))
+                                    self.record_rows(), self.manifest.get("differences", {}),
+                                    self.manifest.get("differences_not_measured", {}))
 
     # -- sections -----------------------------------------------------------------------
 

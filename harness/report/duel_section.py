@@ -47,6 +47,9 @@ class Context:
     # "workload" or "workload/phase" -> the design difference it works (the manifest's
     # "differences", from the workloads' difference keys); empty for older runs
     differences: dict[str, str] = field(default_factory=dict)
+    # differences that workloads in reach declare and the run did not measure ->
+    # those workloads (the manifest's "differences_not_measured")
+    not_measured: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def flagged(self) -> list[evidence.CrossCase]:
@@ -81,7 +84,8 @@ class Context:
             if name and not e.prediction and e.case != duel.ALL_CASES:
                 groups.setdefault(name, []).append(e)
         return [(name, Context(found, self.cross, self.cores, self.noise, self.record,
-                               self.differences)) for name, found in groups.items()]
+                               self.differences, self.not_measured))
+                for name, found in groups.items()]
 
 
 def change_text(ratio: float | None, low: float | None = None,
@@ -379,12 +383,23 @@ def difference_table(ctx: Context) -> Table | None:
 
 
 def difference_sentence(ctx: Context) -> str:
-    """One clause per design difference, from difference_table's verdicts."""
+    """One clause per design difference, from difference_table's verdicts, and the
+    differences the run did not measure."""
     verdicts = difference_verdicts(ctx)
-    if not verdicts:
+    said = ("Per design difference (the workloads' own declarations), on costs: "
+            + "; ".join(f"{d.name}: {d.text}" for d in verdicts) + ".") if verdicts else ""
+    return " ".join(filter(None, [said, not_measured_sentence(ctx)]))
+
+
+def not_measured_sentence(ctx: Context) -> str:
+    """The differences no workload of the run measures, and which workloads would."""
+    if not ctx.not_measured:
         return ""
-    return ("Per design difference (the workloads' own declarations), on costs: "
-            + "; ".join(f"{d.name}: {d.text}" for d in verdicts) + ".")
+    names = sorted({n.split("/")[0] for found in ctx.not_measured.values() for n in found})
+    return ("Not measured in this run, so not answered: "
+            + "; ".join(f"{text} ({', '.join(found)})"
+                        for text, found in ctx.not_measured.items())
+            + f" (WORKLOADS=default,{','.join(names)} adds them).")
 
 
 def verdict(ctx: Context) -> str:
@@ -598,6 +613,8 @@ def blocks(ctx: Context, rows: list, kernels: list[str]) -> list[Block]:
             f"columns count the comparisons of each kind with {SECOND}'s change against "
             f"{FIRST}'s where apart."))
         out.append(table)
+    if not_measured_sentence(ctx):
+        out.append(Para(not_measured_sentence(ctx)))
     out.append(glance_measured(ctx))
     predicted = glance_predicted(ctx)
     if predicted:

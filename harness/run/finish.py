@@ -142,6 +142,8 @@ def write_manifest(layout: Layout, run_dir: Path, matrix: Matrix,
         # per design difference (workloads.py, the difference keys).
         "differences": {w.name + (f"/{phase}" if phase else ""): text
                         for w in matrix.workloads for phase, text in w.differences},
+        # and those no workload of the run measures, with the workloads that would
+        "differences_not_measured": matrix.differences_elsewhere,
         "kernels": kernels,
         "boots": [boot_entry(layout, b) for b in boots],
         "reused_boots": [boot_entry(layout, b) for b in reused_boots],

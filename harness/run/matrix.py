@@ -107,6 +107,9 @@ class Matrix:
     # in the manifest so that a run's order can be had again
     order_seed: int = field(default_factory=lambda: random.SystemRandom().randrange(1, 2**31))
     count_cpus: tuple[int, ...] = COUNT_CPUS  # debug-only boots (count-boots workloads)
+    # design differences that workloads in reach declare and none of these measures:
+    # difference -> those workloads (the report names them as not measured)
+    differences_elsewhere: dict[str, list[str]] = field(default_factory=dict)
 
     def round_orders(self) -> random.Random:
         return random.Random(self.order_seed)

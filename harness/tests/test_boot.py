@@ -108,8 +108,9 @@ def test_compare_writes_a_run_and_resumes_without_redoing_cells(built, tmp_path)
     layout, _, _ = built
     layout = dataclasses.replace(layout, results=tmp_path / "results")
     create = shipped.workload("create-unlink")
+    walks = {"sb inode list walks (RCU in piggin)": ["sbwalk"]}
     wanted = matrix.Matrix(kernels=["mainline"], cpus=[1], workloads=[create], repeat=0,
-                           flavours=("debug",))
+                           flavours=("debug",), differences_elsewhere=walks)
     first = compare.run(layout, wanted, tmp_path / "run1", accel="tcg")
     assert len(first.boots) == 1 and first.boots[0].status == "ok"
     rows = tidy.read(tmp_path / "run1" / "tidy.tsv")
@@ -119,6 +120,8 @@ def test_compare_writes_a_run_and_resumes_without_redoing_cells(built, tmp_path)
     assert conformance["mainline"]["violations"] == []
     manifest = json.loads((tmp_path / "run1" / "manifest.json").read_text())
     assert manifest["kernels"]["mainline"]["patches"] == []
+    assert manifest["differences"] == {"create-unlink": create.differences[0][1]}
+    assert manifest["differences_not_measured"] == walks
     # The time of each stage, and the estimate printed before the first build.
     timing = manifest["timing"]
     stages = [s["stage"] for s in timing["stages"]]

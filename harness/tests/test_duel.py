@@ -239,6 +239,22 @@ def test_the_answer_is_given_per_design_difference(entries):
     assert duel_section.difference_table(duel_section.Context(entries, [], 2, None, [])) is None
 
 
+def test_differences_the_run_did_not_measure_are_named_not_dropped(entries):
+    from harness.report import duel_section
+    differences = {"create-unlink": "list membership under i_lock (create, unlink)"}
+    walks = {"sb inode list walks (RCU in piggin)": ["sbwalk", "syncrace"]}
+    ctx = duel_section.Context(entries, [], 2, None, [], differences, walks)
+    said = duel_section.difference_sentence(ctx)
+    assert said.startswith("Per design difference (the workloads' own declarations)")
+    assert said.endswith("Not measured in this run, so not answered: sb inode list walks "
+                         "(RCU in piggin) (sbwalk, syncrace) (WORKLOADS=default,sbwalk,"
+                         "syncrace adds them).")
+    # Every sub-context keeps them, and a run with nothing left out says nothing more.
+    assert all(sub.not_measured == walks for _, sub in ctx.by_difference())
+    assert "Not measured" not in duel_section.difference_sentence(
+        duel_section.Context(entries, [], 2, None, [], differences))
+
+
 def test_one_claim_in_a_few_tests_is_not_beyond_chance():
     from harness.report import duel_section
     assert duel_section.chance_p(0, 7) == 1.0

@@ -180,6 +180,20 @@ def test_the_answer_counts_agree_with_the_duel(run):
     assert entry.ahead == "chinner" and i_lock[1:4] == ["1", "0", "0 of 1"]
 
 
+def test_the_answer_names_the_differences_the_run_did_not_measure(run):
+    layout, folder = run
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["differences"] = {"create-unlink": "list membership under i_lock (create, unlink)"}
+    manifest["differences_not_measured"] = {"sb inode list walks (RCU in piggin)":
+                                            ["sbwalk", "syncrace"]}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    page = slides.Deck(layout, folder, "mainline").answer()
+    grid, notes = page.parts
+    assert grid.rows[0][0] == "list membership under i_lock"
+    assert grid.rows[-1] == ["sb inode list walks", "-", "-", "not run", "not measured"]
+    assert "Not measured in this run: sb inode list walks (sbwalk, syncrace)" in notes.items
+
+
 def test_small_type_is_refused(tmp_path):
     picture = tmp_path / "p.svg"
     picture.write_text("<svg xmlns='http://www.w3.org/2000/svg' width='3000' height='1000'/>")

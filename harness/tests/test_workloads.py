@@ -66,6 +66,32 @@ def test_every_shipped_workload_is_valid():
         workloads.select(known, "nope")
 
 
+def declared(tmp_path, name, extra=""):
+    text = GOOD.replace("name = demo", f"name = {name}") + extra
+    return workloads.parse(write(tmp_path, text, f"{name}.wl"))
+
+
+def test_default_and_all_stand_for_their_workloads_among_names(tmp_path):
+    known = {w.name: w for w in (declared(tmp_path, "a", "default = yes\n"),
+                                 declared(tmp_path, "b"), declared(tmp_path, "c"))}
+    assert [w.name for w in workloads.select(known, "")] == ["a"]
+    assert [w.name for w in workloads.select(known, "default,c")] == ["a", "c"]
+    assert [w.name for w in workloads.select(known, "c a default")] == ["c", "a"]
+    assert [w.name for w in workloads.select(known, "b,all")] == ["b", "a", "c"]
+
+
+def test_differences_no_chosen_workload_measures_are_named_with_their_workloads(tmp_path):
+    walks = "difference = sb inode list walks\n"
+    known = {w.name: w for w in (
+        declared(tmp_path, "churn", "difference = list membership\n"),
+        declared(tmp_path, "walk", walks),
+        declared(tmp_path, "race", "difference.sync-check = sb inode list walks\n"),
+        declared(tmp_path, "plain"))}
+    assert workloads.differences_elsewhere(known, [known["churn"]]) == {
+        "sb inode list walks": ["walk", "race/sync-check"]}
+    assert workloads.differences_elsewhere(known, [known["churn"], known["walk"]]) == {}
+
+
 OUTSIDE = """\
 # stress-ng as a user would declare it
 name       = outside
