@@ -6,7 +6,9 @@ import pytest
 from harness.layout import REPO_ROOT, default_layout
 from harness.run import synchole
 
+
 DATA = REPO_ROOT / "harness" / "test_data" / "synchole"
+
 
 def test_the_mutant_is_base_plus_the_one_patch_that_reopens_the_window():
     kernel = synchole.mutant_kernel(default_layout())
@@ -18,6 +20,7 @@ def test_the_mutant_is_base_plus_the_one_patch_that_reopens_the_window():
     # taken; and the knob that widens it.
     assert "inode->i_state |= I_WILL_FREE;" in text and "synchole_delay_us" in text
 
+
 def test_the_mutant_workload_sets_the_knob_and_reads_the_counter_around_syncrace():
     command = synchole.workload(2000, 30).command(procs=2, cpus=4, fs="ext4",
                                                   dev="/dev/vdb", prefix="/h/s01")
@@ -28,10 +31,12 @@ def test_the_mutant_workload_sets_the_knob_and_reads_the_counter_around_syncrace
     # syncrace's own verdict (exit 1 when a file was lost) is the step's.
     assert (keep, leave) == ("rc=$?", "exit $rc")
 
+
 def test_the_control_runs_syncrace_alone():
     command = synchole.workload(None, 30).command(procs=2, cpus=4, fs="xfs",
                                                   dev="/dev/vdc", prefix="/h/s03")
     assert command.startswith("syncrace ") and "synchole" not in command
+
 
 def step(lost=0, windows=(5, 9)):
     text = "".join(f"delay_us 2000\nwindows {w}\n" for w in windows[:1])
@@ -40,10 +45,12 @@ def step(lost=0, windows=(5, 9)):
     text += "".join(f"delay_us 2000\nwindows {w}\n" for w in windows[1:])
     return text
 
+
 def test_a_mutant_step_counts_the_windows_it_opened():
     row = synchole.read_step(step(lost=3), "s01.out", synchole.KERNEL, 2000, "ext4",
                              "workload-error")
     assert (row.files, row.lost, row.rounds, row.windows) == (640, 3, 10, 4)
+
 
 def test_a_step_without_its_counters_or_result_is_an_error_naming_it():
     with pytest.raises(synchole.HoleError, match="s02.out: expected /proc/synchole"):
@@ -51,9 +58,11 @@ def test_a_step_without_its_counters_or_result_is_an_error_naming_it():
     with pytest.raises(synchole.HoleError, match="s03.out: no syncrace result line"):
         synchole.read_step("windows 1\n", "s03.out", synchole.KERNEL, 0, "xfs", "lost")
 
+
 def row(delay, lost, windows):
     kernel = synchole.CONTROL if delay is None else synchole.KERNEL
     return synchole.HoleRow(kernel, delay, "ext4", "ok", 640, lost, 10, windows)
+
 
 def test_the_check_passes_only_when_the_mutant_loses_files_and_base_does_not():
     caught = synchole.verdict([row(0, 0, 12), row(2000, 4, 30), row(None, 0, None)])
@@ -64,6 +73,7 @@ def test_the_check_passes_only_when_the_mutant_loses_files_and_base_does_not():
         in missed.sentence()
     both = synchole.verdict([row(2000, 4, 30), row(None, 1, None)])
     assert not both.passed and "base lost files too" in both.sentence()
+
 
 def test_a_mutant_that_never_opened_its_window_tested_nothing():
     idle = synchole.verdict([row(2000, 0, 0), row(None, 0, None)])
