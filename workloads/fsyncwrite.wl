@@ -7,3 +7,4 @@ output   = result-lines
 fs       = ext4 xfs
 windowed = yes
 unit     = write+fsync
+difference = writeback lists under i_lock
