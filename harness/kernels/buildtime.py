@@ -25,20 +25,22 @@ from pathlib import Path
 from harness.kernels.kbuild import KernelImage, is_built
 from harness.layout import Layout
 
-# Seconds of builds from an empty compiler cache, -j2 on 2 cores (NOTES.md,
-# "Issue 30"). Full (empty object folder): mainline debug 733 s and perf
-# 1028 s on 2026-12-06 with other sessions' guests beside them, mainline
-# sanitize 24m00s on 2026-12-06 beside 4-vCPU guests. Incremental (the next
-# kernel in the folder: about half the tree): base, chinner, piggin 7m10s-
-# 8m56s on 2026-12-03's machine, chinner sanitize 8m58s on 2026-12-06. The
-# reference run's own builds replace them once it was measured from a
-# fresh clone (reference_history).
-COLD_BUILD_S = {("perf", "full"): 1028.0, ("debug", "full"): 733.0,
-                ("perf", "incremental"): 480.0, ("debug", "incremental"): 480.0,
+# Seconds of builds from an empty compiler cache, -j2 on 2 cores, measured by
+# the cold make compare of a fresh clone on a quiet host, 2026-12-06 (NOTES.md,
+# "Issue 30"). Full (empty object folder): mainline perf 564 s, debug 570 s.
+# Incremental (the next kernel in the folder; base's and the series' header
+# changes rebuild most of the tree, piggin 1138 perf and 1176 debug steps of
+# about 1440): chinner and piggin perf 391 and 353 s, debug 515 and 477 s (the
+# medians here). Sanitize (KASAN): mainline full 24m00s and chinner
+# incremental 8m58s on 2026-12-06 with 4-vCPU guests beside them, not measured
+# quiet. The reference run's own builds replace them once it was measured from
+# a fresh clone (reference_history).
+COLD_BUILD_S = {("perf", "full"): 564.0, ("debug", "full"): 570.0,
+                ("perf", "incremental"): 372.0, ("debug", "incremental"): 496.0,
                 ("sanitize", "full"): 1440.0, ("sanitize", "incremental"): 538.0}
-# Extracting linux-source-6.1 into the build folder and committing it: 83 s
-# (47 s of CPU) with the host busy, 2026-12-06.
-TREE_S = 80.0
+# Extracting linux-source-6.1 into the build folder and committing it: 36 s in
+# the same cold run (83 s with the host busy earlier that day).
+TREE_S = 36.0
 # A compiler cache with fewer results than this holds no kernel tree: cold.
 WARM_CACHE_RESULTS = 700
 

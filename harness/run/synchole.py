@@ -74,7 +74,8 @@ def workload(delay_us: int | None, seconds: int) -> workloads.Workload:
         name, run = "synchole-control", command
     else:
         name = f"synchole-{delay_us}"
-        run = (f"echo {delay_us} > {KNOB}; cat /proc/synchole; {command}; rc=$?; "
+        # The step's shell runs with -e: syncrace's failure must not skip the count after.
+        run = (f"echo {delay_us} > {KNOB}; cat /proc/synchole; rc=0; {command} || rc=$?; "
                "cat /proc/synchole; exit $rc")
     text = "\n".join([
         f"name     = {name}",
