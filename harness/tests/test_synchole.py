@@ -79,3 +79,27 @@ def test_the_check_passes_only_when_the_mutant_loses_files_and_base_does_not():
 def test_a_mutant_that_never_opened_its_window_tested_nothing():
     idle = synchole.verdict([row(2000, 0, 0), row(None, 0, None)])
     assert not idle.passed and "nothing was tested" in idle.sentence()
+
+
+def test_captured_mutant_steps_give_their_windows_and_losses():
+    plain = synchole.read_step((DATA / "delay0-ext4.out").read_text(), "s01.out",
+                               synchole.KERNEL, 0, "ext4", "ok")
+    assert (plain.files, plain.lost, plain.rounds, plain.windows) == (16512, 0, 258, 1336)
+    widened = synchole.read_step((DATA / "delay2000-ext4-lost.out").read_text(), "s03.out",
+                                 synchole.KERNEL, 2000, "ext4", "workload-error")
+    assert (widened.files, widened.lost, widened.rounds, widened.windows) == \
+        (22272, 2, 348, 1949)
+
+
+def test_a_captured_step_that_never_read_its_counter_after_is_refused():
+    with pytest.raises(synchole.HoleError, match="s03.out: expected /proc/synchole before "
+                       "and after syncrace, found 1"):
+        synchole.read_step((DATA / "delay2000-ext4-no-count-after.out").read_text(),
+                           "s03.out", synchole.KERNEL, 2000, "ext4", "workload-error")
+
+
+def test_the_captured_control_has_no_counter_to_read():
+    control = synchole.read_step((DATA / "control-ext4.out").read_text(), "s01.out",
+                                 synchole.CONTROL, None, "ext4", "ok")
+    assert (control.files, control.lost, control.windows, control.label) == \
+        (12160, 0, None, "control")
