@@ -155,8 +155,8 @@ class Deck:
                              str(len(d.sub.claims(FIRST, duel_section.MECHANISMS))),
                              str(len(d.sub.claims(SECOND, duel_section.MECHANISMS))),
                              counts, word])
-            rows += [[text.split(" (")[0], "-", "-", "not run", "not measured"]
-                     for text in self.ctx.not_measured]
+            rows += [[text.split(" (")[0], "-", "-", "-", "not run: " + ", ".join(found)]
+                     for text, found in self.ctx.not_measured.items()]
             grid = Grid(["design difference", f"{FIRST} lower", f"{SECOND} lower",
                          "claims/tests", "verdict"], rows, size=22)
             notes.insert(0, f"Per design difference the workloads declare: mechanisms "
@@ -164,10 +164,6 @@ class Deck:
                             f"{FIRST} or {SECOND} is lower; cost claims among the cost tests, "
                             "with the chance of so many or more when nothing differs; the "
                             "verdict on costs, beyond chance after Holm's correction.")
-            if self.ctx.not_measured:
-                notes.insert(1, "Not measured in this run: " + "; ".join(
-                    f"{text.split(' (')[0]} ({', '.join(found)})"
-                    for text, found in self.ctx.not_measured.items()))
         return Page(f"Answer: on what this run measured, {duel_section.verdict(self.ctx)}; "
                     f"beyond {cores} CPUs it cannot say", [
             grid,
