@@ -613,8 +613,6 @@ def blocks(ctx: Context, rows: list, kernels: list[str]) -> list[Block]:
             f"columns count the comparisons of each kind with {SECOND}'s change against "
             f"{FIRST}'s where apart."))
         out.append(table)
-    if not_measured_sentence(ctx):
-        out.append(Para(not_measured_sentence(ctx)))
     out.append(glance_measured(ctx))
     predicted = glance_predicted(ctx)
     if predicted:

@@ -230,10 +230,14 @@ static void lost(struct tally *t, enum lost_kind kind, const char *name,
 		"other data in its block", "extent not readable raw"
 	};
 
+	struct stat st;
+
 	t->lost[kind]++;
+	/* The inode number ties the file to a kernel's own record of it. */
 	if (t->reported++ < MAX_REPORTED)
-		note("%s: not on the disk when %s returned: %s", name, how,
-		     why[kind]);
+		note("%s: not on the disk when %s returned: %s (inode %llu)", name,
+		     how, why[kind], stat(name, &st) ? 0ULL :
+		     (unsigned long long)st.st_ino);
 }
 
 /*
