@@ -137,9 +137,10 @@ padlock-sweep: $(DEPS_STAMP)
 		$(if $(NO_BUILD),--no-build)
 
 # base's sync hole put back in a mutant kernel (base + synchole/: the window
-# widened by a knob, its openings counted): does syncrace catch it, and does
-# base as it is lose nothing? Two debug boots at 4 vCPUs, never timed, never
-# part of make test or a compare (issue 28).
+# widened by a knob, the inodes it opened it on listed): does syncrace lose a
+# file inside a window on its inode, and does base as it is lose nothing? Two
+# debug boots at 4 vCPUs, never timed, never part of make test or a compare
+# (issue 28).
 synchole-check: $(DEPS_STAMP) check-workloads
 	$(PYTHON) -m harness.run.synchole $(if $(DELAYS),--delays "$(DELAYS)") \
 		$(if $(SECONDS),--seconds $(SECONDS)) $(if $(NO_BUILD),--no-build)
