@@ -54,8 +54,9 @@ FILESYSTEMS = ("ext4", "xfs")
 RESULT = re.compile(r"^result phase=sync-check ops=(\d+) .*?\blost=(\d+)\b.*?\brounds=(\d+)\b",
                     re.M)
 COUNTS = re.compile(r"^windows (\d+)\ndirty_windows (\d+)\nlisted_from (\d+)$", re.M)
-DIRTY = re.compile(r"^dirty_window (\d+)$", re.M)
-LOST_INODE = re.compile(r": not on the disk when \S+ returned: .*\(inode (\d+)\)$", re.M)
+DIRTY = re.compile(r"^dirty_window (\d+) (\d+)$", re.M)
+LOST_INODE = re.compile(r": not on the disk when \S+ returned: .*\(inode (\d+) generation (\d+)\)$",
+                        re.M)
 
 
 class HoleError(Exception):
@@ -106,10 +107,12 @@ class HoleRow:
     files: int
     lost: int
     rounds: int
-    lost_inodes: tuple[int, ...]  # of the lost files syncrace named (it names 20 at most)
+    # (inode number, generation) of the lost files syncrace named (20 at most); numbers
+    # are reused round after round, the pair is not
+    lost_inodes: tuple[tuple[int, int], ...]
     windows: int | None = None  # windows opened during the step; None: the control
     dirty_windows: int | None = None  # of them on a dirty inode
-    dirty_inodes: frozenset[int] = frozenset()  # the inodes of those
+    dirty_inodes: frozenset[tuple[int, int]] = frozenset()  # (number, generation) of those
     listed_all: bool = True  # every dirty window of the step was listed (ring not wrapped)
 
     @property
@@ -131,7 +134,7 @@ def read_step(out: str, err: str, source: str, kernel: str, delay_us: int | None
         raise HoleError(f"{source}: no syncrace result line (step status {status})")
     row = HoleRow(kernel, delay_us, fs, status, reports, int(result.group(1)),
                   int(result.group(2)), int(result.group(3)),
-                  tuple(int(n) for n in LOST_INODE.findall(err)))
+                  tuple((int(i), int(g)) for i, g in LOST_INODE.findall(err)))
     if delay_us is None:
         return row
     counts = [tuple(map(int, c)) for c in COUNTS.findall(out)]
@@ -141,7 +144,7 @@ def read_step(out: str, err: str, source: str, kernel: str, delay_us: int | None
     (windows0, dirty0, _), (windows1, dirty1, listed_from) = counts
     after = out[out.rindex("\nwindows ") if "\nwindows " in out else 0:]
     return replace(row, windows=windows1 - windows0, dirty_windows=dirty1 - dirty0,
-                   dirty_inodes=frozenset(int(n) for n in DIRTY.findall(after)),
+                   dirty_inodes=frozenset((int(i), int(g)) for i, g in DIRTY.findall(after)),
                    listed_all=listed_from <= dirty0)
 
 

@@ -42,22 +42,27 @@ def test_the_control_runs_syncrace_alone():
 
 def counts(windows, dirty, listed_from, inodes=()):
     return (f"delay_us 2000\nwindows {windows}\ndirty_windows {dirty}\n"
-            f"listed_from {listed_from}\n" + "".join(f"dirty_window {i}\n" for i in inodes))
+            f"listed_from {listed_from}\n"
+            + "".join(f"dirty_window {i} {g}\n" for i, g in inodes))
 
 
 RESULT = ("result phase=sync-check ops=640 elapsed_ns=20000000000 procs=2 lost={lost} "
           "lost_delalloc={lost} lost_unwritten=0 rounds=10 syncs=5 syncfs=5\n")
 ERR = "syncrace: /mnt/work/r7/f3: not on the disk when sync() returned: delayed allocation " \
-      "(inode {ino})\n"
+      "(inode {ino} generation {gen})\n"
 
 
 def test_a_lost_file_is_tied_to_a_window_on_its_own_inode():
-    out = counts(5, 2, 2) + RESULT.format(lost=2) + counts(9, 6, 2, [12, 13, 14, 15])
-    row = synchole.read_step(out, ERR.format(ino=13) + ERR.format(ino=99), "s01.out",
-                             synchole.KERNEL, 2000, "ext4", "workload-error")
+    windows = [(12, 7), (13, 8), (14, 9), (13, 10)]
+    out = counts(5, 2, 2) + RESULT.format(lost=3) + counts(9, 6, 2, windows)
+    # Inode 13 again, a later inode with that number: its own generation decides.
+    err = "".join(ERR.format(ino=i, gen=g) for i, g in [(13, 8), (13, 11), (99, 1)])
+    row = synchole.read_step(out, err, "s01.out", synchole.KERNEL, 2000, "ext4",
+                             "workload-error")
     assert (row.files, row.lost, row.rounds, row.windows, row.dirty_windows) == \
-        (640, 2, 10, 4, 4)
-    assert row.lost_inodes == (13, 99) and row.in_windows == 1 and row.listed_all
+        (640, 3, 10, 4, 4)
+    assert row.lost_inodes == ((13, 8), (13, 11), (99, 1))
+    assert row.in_windows == 1 and row.listed_all
     # More dirty windows than the ring holds: the first ones of the step are not listed.
     wrapped = synchole.read_step(counts(5, 2, 2) + RESULT.format(lost=0) + counts(9, 6, 4),
                                  "", "s02.out", synchole.KERNEL, 2000, "ext4", "ok")
@@ -74,7 +79,7 @@ def test_a_step_without_its_counters_or_result_is_an_error_naming_it():
 
 def row(delay, lost, windows, in_windows=0):
     kernel = synchole.CONTROL if delay is None else synchole.KERNEL
-    inodes = tuple(range(lost))
+    inodes = tuple((i, 1) for i in range(lost))
     return synchole.HoleRow(kernel, delay, "ext4", "ok", (), 640, lost, 10, inodes,
                             windows, windows, frozenset(inodes[:in_windows]))
 

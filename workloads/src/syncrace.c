@@ -230,14 +230,26 @@ static void lost(struct tally *t, enum lost_kind kind, const char *name,
 		"other data in its block", "extent not readable raw"
 	};
 
-	struct stat st;
+	struct stat st = { 0 };
+	long generation = 0;
+	int fd;
 
 	t->lost[kind]++;
-	/* The inode number ties the file to a kernel's own record of it. */
-	if (t->reported++ < MAX_REPORTED)
-		note("%s: not on the disk when %s returned: %s (inode %llu)", name,
-		     how, why[kind], stat(name, &st) ? 0ULL :
-		     (unsigned long long)st.st_ino);
+	if (t->reported++ >= MAX_REPORTED)
+		return;
+	/*
+	 * The inode number and generation tie the file to a kernel's own
+	 * record of it (numbers are reused round after round).
+	 */
+	fd = open(name, O_RDONLY);
+	if (fd >= 0) {
+		if (fstat(fd, &st) || ioctl(fd, FS_IOC_GETVERSION, &generation))
+			generation = -1;
+		close(fd);
+	}
+	note("%s: not on the disk when %s returned: %s (inode %llu generation %u)",
+	     name, how, why[kind], (unsigned long long)st.st_ino,
+	     (unsigned int)generation);
 }
 
 /*
