@@ -107,3 +107,27 @@ def test_steps_that_could_not_be_read_make_a_miss_inconclusive_not_a_failure():
     missed = synchole.verdict([row(2000, 0, 30)], ["boot ended panic"])
     assert missed.inconclusive and not missed.passed
     assert missed.sentence().endswith("no control boot; 1 step could not be read")
+
+
+def captured(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def test_captured_widened_step_ties_every_lost_file_to_a_window_on_it():
+    row = synchole.read_step(captured("delay2000-ext4.out"), captured("delay2000-ext4.err"),
+                             "s03.out", synchole.KERNEL, 2000, "ext4", "workload-error")
+    assert (row.files, row.lost, row.rounds) == (24960, 14, 390)
+    assert (row.windows, row.dirty_windows, row.listed_all) == (1768, 315, True)
+    assert len(row.lost_inodes) == 14 and row.in_windows == 14
+    # The numbers alone would match far more often: the generations are what tie.
+    numbers = {ino for ino, _ in row.dirty_inodes}
+    assert len(numbers) < len(row.dirty_inodes)
+
+
+def test_captured_plain_mutant_and_control_lose_nothing():
+    plain = synchole.read_step(captured("delay0-ext4.out"), "", "s01.out", synchole.KERNEL, 0,
+                               "ext4", "lockdep")
+    assert (plain.files, plain.lost, plain.windows, plain.dirty_windows) == (11392, 0, 997, 202)
+    control = synchole.read_step(captured("control-ext4.out"), "", "s01.out",
+                                 synchole.CONTROL, None, "ext4", "ok")
+    assert (control.files, control.lost, control.windows) == (11904, 0, None)
