@@ -24,6 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from harness import progress
 from harness.boot import channel, measure, qemu, tcg_cs
 from harness.guest import faults, initramfs, plan, protocol
 from harness.kernels.kbuild import KernelImage
@@ -214,6 +215,18 @@ class _LinePrinter:
 
     def line(self, text: str) -> None:
         self.on_line(text)
+
+
+def step_progress(total: int):
+    """A run_boot on_line that says "step i/total done" as the guest ends each step."""
+    done = [0]
+
+    def on_line(text: str) -> None:
+        mark = protocol.step_mark(text)
+        if mark and mark[1] != "begin":
+            done[0] += 1
+            progress.say(f"  step {done[0]}/{total} done")
+    return on_line
 
 
 def run_boot(image: KernelImage, files: initramfs.GuestFiles, machine: qemu.Machine,

@@ -288,7 +288,7 @@ def run(layout: Layout, loops: list[int], ops: int, out: Path, build_missing: bo
                  f"2-vCPU boot, folder {boot_dir}")
     record = runner.run_boot(image, files, qemu.Machine("tcg", 2), steps, boot_dir,
                              "padlock sweep", lockorder.for_kernel(layout, "mainline"),
-                             on_line=_progress(len(steps)), watchers=(sampler,))
+                             on_line=runner.step_progress(len(steps)), watchers=(sampler,))
     if record.status != "ok":
         print(f"error: the boot ended {record.status} ({boot_dir})", file=sys.stderr)
         return 1
@@ -299,17 +299,6 @@ def run(layout: Layout, loops: list[int], ops: int, out: Path, build_missing: bo
     (boot_dir / "padsweep.md").write_text(table(results) + "\n")
     print(table(results))
     return 0
-
-
-def _progress(total: int):
-    done = [0]
-
-    def on_line(text: str) -> None:
-        mark = protocol.step_mark(text)
-        if mark and mark[1] != "begin":
-            done[0] += 1
-            progress.say(f"  step {done[0]}/{total} done")
-    return on_line
 
 
 def main(argv: list[str] | None = None) -> int:

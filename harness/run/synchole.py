@@ -37,7 +37,7 @@ from pathlib import Path
 
 from harness import lockorder, progress
 from harness.boot import qemu, runner
-from harness.guest import initramfs, plan, protocol, workloads
+from harness.guest import initramfs, plan, workloads
 from harness.kernels import kbuild, series
 from harness.layout import REPO_ROOT, Layout, default_layout
 
@@ -249,7 +249,7 @@ def boot_steps(layout: Layout, image: kbuild.KernelImage, kernel: str,
                  f"folder {boot_dir}")
     record = runner.run_boot(image, files, qemu.Machine("tcg", cpus), steps, boot_dir,
                              f"synchole {kernel}", lockorder.for_kernel(layout, CONTROL),
-                             on_line=_progress(len(steps)))
+                             on_line=runner.step_progress(len(steps)))
     rows, problems = read_boot(record, steps, kernel, delays)
     if record.status in ("panic", "timeout", "hang"):  # its steps' figures are kept
         problems.insert(0, f"{boot_dir}: the boot ended {record.status}")
@@ -288,17 +288,6 @@ def run(layout: Layout, delays: list[int], seconds: int, cpus: int, out: Path,
     (folder / "synchole.md").write_text(text)
     print(text, end="")
     return 0 if found.passed else 2 if found.inconclusive else 1
-
-
-def _progress(total: int):
-    done = [0]
-
-    def on_line(text: str) -> None:
-        mark = protocol.step_mark(text)
-        if mark and mark[1] != "begin":
-            done[0] += 1
-            progress.say(f"  step {done[0]}/{total} done")
-    return on_line
 
 
 def main(argv: list[str] | None = None) -> int:
