@@ -97,14 +97,23 @@ def interval(low: float | None, high: float | None, digits: int = 2) -> str:
     return f"exactly {a}" if a == b else f"{a}-{b}"
 
 
+def apart_text(size: float) -> str:
+    """The size of a difference (a relative change, no sign) in the notation of
+    changes: "41%" below a factor of two, "4.5x" from there on ("+351%" would read
+    as either 3.5x or 4.5x)."""
+    if size is None or not math.isfinite(size):
+        return "n/a"
+    return times(1 + abs(size)) if abs(size) >= 1 else pct_abs(size)
+
+
 def reach_text(values: list[float]) -> str:
     """The smallest differences comparisons could show: their median, and the best."""
     found = sorted(v for v in values if math.isfinite(v))
     if not found:
         return "n/a"
     median = found[len(found) // 2]
-    return pct_abs(median) + ("" if pct_abs(found[0]) == pct_abs(median)
-                             else f" (best {pct_abs(found[0])})")
+    return apart_text(median) + ("" if apart_text(found[0]) == apart_text(median)
+                                 else f" (best {apart_text(found[0])})")
 
 
 def pct_range(low: float, high: float) -> str:

@@ -26,8 +26,8 @@ from harness.analysis import duel, evidence, retry_counters, stats
 from harness.report import (charts, code_cost, code_cost_section, duel_section,
                            records_section, run_inputs, scaling_section)
 from harness.report.blocks import (Block, Bullets, ChartBlock, ChartRow, Heading,  # noqa: F401
-                                   Para, Table, fmt, interval, outcome_cell, pct,
-                                   pct_abs, pct_range, plural, reach_text)
+                                   Para, Table, apart_text, fmt, interval, outcome_cell,
+                                   pct, pct_abs, pct_range, plural, reach_text)
 from harness.analysis import scaling_inputs
 from harness.run import matrix, records, tidy
 from harness.layout import Layout, slug
@@ -856,7 +856,7 @@ class ReportBuilder:
                           for k, s in summaries.items()
                           if k != self.baseline and self.baseline in summaries]
             rows.append([case.label, str(cpus), f"{fmt(cov * 100, 2)}%",
-                         pct(max(detectable)).lstrip("+") if detectable else "n/a",
+                         apart_text(max(detectable)) if detectable else "n/a",
                          str(int(reruns))])
         self.blocks.append(Table(["workload", "vCPUs", "worst CoV", "detectable difference",
                                   "reruns"], rows))

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from harness.analysis import duel, evidence, retry_counters, stats
 from harness.analysis.duel import FIRST, SECOND
-from harness.report.blocks import (Block, Heading, Para, Table, fmt, pct, pct_abs, plural,
-                                   reach_text, times)
+from harness.report.blocks import (Block, Heading, Para, Table, apart_text, fmt, pct, pct_abs,
+                                   plural, reach_text, times)
 
 # What each kind of evidence is, in a few words, and whether it is a cost the user pays
 # (decides) or a mechanism that explains one.
@@ -137,13 +137,13 @@ def ahead_text(e: duel.Entry, ctx: Context) -> str:
         return f"no claim: {e.note}"
     if not e.ahead:
         if e.prediction:
-            return (f"neither: not {pct_abs(e.detectable)} apart on every target machine "
+            return (f"neither: not {apart_text(e.detectable)} apart on every target machine "
                     f"(band {span_text([e.low, e.high])})")
         if e.kind in ("contention", "inode_contention") and e.ratio is None:
             return "neither (no contention)"
         if e.note and not math.isfinite(e.detectable):
             return f"neither: {e.note}"
-        reach = f"; could show {pct_abs(e.detectable)} or more" \
+        reach = f"; could show {apart_text(e.detectable)} or more" \
             if math.isfinite(e.detectable) else ""
         return f"neither{reach}"
     text = f"**{e.ahead}** ({e.rule})"
@@ -234,7 +234,7 @@ def workload_table(ctx: Context, kernels: list[str]) -> Table:
             reach = [e.detectable for e in quiet if math.isfinite(e.detectable)]
             rows.append([case.label, f"timed throughput and p99 latency, "
                          f"{plural(len(quiet), 'comparison')}", "", "", "",
-                         "neither" + (f"; could show {pct_abs(min(reach))} or more at best"
+                         "neither" + (f"; could show {apart_text(min(reach))} or more at best"
                                       if reach else ""), *["" for _ in refs]])
     return Table(header, rows)
 
@@ -554,8 +554,9 @@ def _cannot(ctx: Context) -> str:
     if timed:
         reach = sorted(e.detectable for e in timed)
         parts.append(f"timed differences below what the boots of one case can separate "
-                     f"here: {pct_abs(reach[0])} at best, {pct_abs(reach[len(reach) // 2])} "
-                     f"typically (median), {pct_abs(reach[-1])} at worst"
+                     f"here: {apart_text(reach[0])} at best, "
+                     f"{apart_text(reach[len(reach) // 2])} typically (median), "
+                     f"{apart_text(reach[-1])} at worst"
                      + (f" (boots of one kernel vary by {pct_abs(ctx.noise[0])} to "
                         f"{pct_abs(ctx.noise[1])}, CoV)" if ctx.noise else ""))
     for c in ctx.flagged:
@@ -599,7 +600,9 @@ def blocks(ctx: Context, rows: list, kernels: list[str]) -> list[Block]:
         f"boot of one design lies beyond every boot of the other; -icount also beyond its "
         f"measured rerun spread; contention by an exact test of the two counts. With "
         f"{stats.ALPHA} per test, about one comparison in {round(1 / stats.ALPHA)} is "
-        f"claimed by chance alone."))
+        f"claimed by chance alone. Changes are {SECOND}'s against {FIRST}'s, written as a "
+        f"percentage below a factor of two and as a factor (x) from there on; so is the "
+        f"smallest difference a comparison could show."))
     table = difference_table(ctx)
     if table:
         out.append(Para(

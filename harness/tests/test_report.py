@@ -3,7 +3,7 @@
 import json
 import re
 
-from harness.report import document
+from harness.report import blocks, document
 from harness.layout import default_layout
 from harness.tests.conftest import make_run
 
@@ -82,3 +82,14 @@ def test_a_run_that_reuses_cells_counts_and_lists_the_boots_they_come_from(tmp_p
     assert "2 boots (1 measured by this run, 1 reused from earlier runs)" in text
     assert "| boots/earlier-mainline-sanitize-tcg-c1-r1 | rcu-stall | INFO: rcu detected stall" \
         in text
+
+
+def test_a_size_of_difference_uses_the_notation_of_changes():
+    # Below a factor of two a percentage, beyond it a factor: "+351%" would read as
+    # either 3.5x or 4.5x, and a table of "0.45x" changes beside it as yet another scale.
+    assert blocks.apart_text(0.41) == "41%"
+    assert blocks.apart_text(-0.41) == "41%"
+    assert blocks.apart_text(3.51) == "4.5x"
+    assert blocks.apart_text(1.0) == "2.0x"
+    assert blocks.apart_text(float("inf")) == "n/a"
+    assert blocks.reach_text([0.11, 1.4, 3.93]) == "2.4x (best 11%)"
