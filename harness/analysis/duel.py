@@ -96,6 +96,7 @@ class Entry:
     counters: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     values: dict[str, list[float]] = field(default_factory=dict)  # kernel -> one per boot
     caveat: str = ""  # why a claim cannot be counted for the design ahead
+    cpus: int = 0  # the vCPU count of its figures (0: no one count)
 
     @property
     def prediction(self) -> bool:
@@ -154,7 +155,7 @@ def _from_verdict(v: evidence.Verdict, kind: str, detail: str, note: str = "") -
                  {k: s for k, s in v.summaries.items() if k in (FIRST, SECOND) + REFERENCES},
                  ratio, r.low if r else None, r.high if r else None,
                  _ahead(outcome, not v.higher_is_better), rule,
-                 v.detectable(SECOND, FIRST), note, values=dict(v.values))
+                 v.detectable(SECOND, FIRST), note, values=dict(v.values), cpus=v.cpus)
 
 
 def _exact(rows: list[Row], case: Case, cpus: int, roles: tuple[str, ...] | None,

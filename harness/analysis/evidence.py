@@ -72,6 +72,12 @@ EXACT_TOLERANCE = 0.01
 EXACT_FLOOR = 0.01
 
 
+def same_count(x: float, y: float) -> bool:
+    """Exact counts that differ by less than what background kernel activity in the
+    counting window adds."""
+    return abs(x - y) <= max(EXACT_TOLERANCE * max(abs(x), abs(y)), EXACT_FLOOR)
+
+
 @dataclass(frozen=True)
 class Verdict:
     case: Case
@@ -93,11 +99,8 @@ class Verdict:
         return pick(self.summaries, key=lambda k: self.summaries[k].mean)
 
     def same(self, a: str, b: str) -> bool:
-        """Exact counts of two kernels that differ by less than what background
-        kernel activity in the counting window adds."""
         x, y = self.summaries[a].mean, self.summaries[b].mean
-        return self.evidence == "exact" and abs(x - y) <= max(
-            EXACT_TOLERANCE * max(abs(x), abs(y)), EXACT_FLOOR)
+        return self.evidence == "exact" and same_count(x, y)
 
     @property
     def leaders(self) -> list[str]:
@@ -527,10 +530,27 @@ class CrossCase:
     # kernel's boot of the same round, their mean log ratio over the cases they share.
     pair_ratios: tuple[float, ...] = ()  # exp of each pair's mean log ratio
     p_pairs: float = 1.0  # exact sign-flip test over the pairs, two-sided
+    # Per timed vCPU count above one: (vCPUs, cases whose icache lock acquisitions per op
+    # the debug boots of both kernels counted there, of those the cases where they differ).
+    locks: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def pairs_won(self) -> int:
         return sum(1 for r in self.pair_ratios if r > 1)
+
+    def covers(self, cpus: int) -> bool:
+        """Whether a flag speaks for timed figures at `cpus` vCPUs. -icount runs one
+        vCPU; on more, a lead could come from contention, which the same instructions
+        do not rule out, unless the two kernels take the same locks there."""
+        if cpus <= 1:
+            return True
+        compared, apart = next(((n, a) for c, n, a in self.locks if c == cpus), (0, 0))
+        return compared > 0 and apart == 0
+
+    @property
+    def covered(self) -> list[int]:
+        """The timed vCPU counts whose wins a flag sets aside."""
+        return [1] + [c for c, _, _ in self.locks if self.covers(c)]
 
     @property
     def flagged(self) -> bool:
@@ -558,11 +578,27 @@ def cross_case(rows: list[Row], kernel: str, against: str,
     changes = [v.comparison(kernel).change for v in icount]  # type: ignore[union-attr]
     apart = sum(1 for v in icount if v.outcome(kernel) in ("better", "worse"))
     paired = rounds.compare(rows, kernel, against)
+    locks = tuple((cpus, *_lock_traffic(grouped, kernel, against, cpus))
+                  for cpus in sorted({c for _, c, _ in timed_cells(rows, mode) if c > 1}))
     return CrossCase(kernel, against, wins, len(ratios), stats.sign_test(wins, len(ratios)),
                      statistics.median(ratios), len(icount), apart,
                      statistics.median(abs(c) for c in changes) if changes else math.nan,
                      tuple(math.exp(p.log_ratio) for p in paired.pairs),
-                     paired.p_pairs if paired.pairs else 1.0)
+                     paired.p_pairs if paired.pairs else 1.0, locks)
+
+
+def _lock_traffic(grouped: dict[Case, list[Row]], kernel: str, against: str,
+                  cpus: int) -> tuple[int, int]:
+    """Cases whose lock acquisitions per op both kernels' debug boots counted at `cpus`
+    vCPUs, and of those the cases where the two counts differ."""
+    compared = apart = 0
+    for case, mine in grouped.items():
+        values = acquisition_values(mine, case, cpus)
+        if values.get(kernel) and values.get(against):
+            compared += 1
+            apart += not same_count(statistics.fmean(values[kernel]),
+                                    statistics.fmean(values[against]))
+    return compared, apart
 
 
 # A boot of an -icount case stalled when its rate falls this far below the median of

@@ -369,7 +369,7 @@ class ReportBuilder:
                 f"than {c.against}'s in {c.wins} of {c.cells} timed cells (sign test p = "
                 f"{c.p:.2g}) while -icount puts their instructions {pct_abs(c.icount_median)} "
                 f"apart (median): its timed 'better' cases above may be how this host runs "
-                "it, not its code."))
+                f"it, not its code ({duel_section.set_aside_text(c)})."))
         predicted = prediction_table(self.scaling.glance_rows())
         if predicted:
             self.blocks.append(Para(

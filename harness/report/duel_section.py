@@ -63,7 +63,7 @@ class Context:
             return True
         if e.kind not in ("timed", "latency") or e.ahead not in (FIRST, SECOND):
             return False
-        suspect = {c.kernel for c in self.flagged}
+        suspect = {c.kernel for c in self.flagged if c.covers(e.cpus)}
         return e.ahead in suspect and not e.behind_alone()
 
     def claims(self, design: str, kinds: tuple[str, ...]) -> list[duel.Entry]:
@@ -257,6 +257,20 @@ def cs_role_table(rows: list, kernels: list[str]) -> Table | None:
                   f"{SECOND} against {FIRST}"], out)
 
 
+def set_aside_text(c: evidence.CrossCase) -> str:
+    """At which vCPU counts a flag sets timed wins aside, and why not at the others."""
+    covered = c.covered
+    text = "at " + " and ".join(str(n) for n in covered) + \
+        f" {'vCPU' if covered == [1] else 'vCPUs'}"
+    for cpus, compared, apart in c.locks:
+        if not c.covers(cpus):
+            text += (f"; not at {cpus} vCPUs, where " +
+                     (f"their lock counts differ in {apart} of "
+                      f"{plural(compared, 'case')}" if compared else
+                      "no debug boot counted their locks"))
+    return text
+
+
 def cross_case_block(ctx: Context) -> list[Block]:
     if not ctx.cross:
         return []
@@ -266,14 +280,20 @@ def cross_case_block(ctx: Context) -> list[Block]:
              if c.pair_ratios else "no pairs",
              (f"apart in {c.icount_apart} of {c.icount_cases}; median difference "
               f"{pct_abs(c.icount_median)}") if c.icount_cases else "not measured",
-             "**flagged**" if c.flagged else ""] for c in ctx.cross if c.wins * 2 >= c.cells]
+             f"**flagged**, {set_aside_text(c)}" if c.flagged else ""]
+            for c in ctx.cross if c.wins * 2 >= c.cells]
     text = ("Cross-case check: over every timed cell where two kernels both ran, how often "
             "one kernel's mean throughput was the higher (two-sided sign test). A kernel that "
             f"wins beyond chance (p < {stats.ALPHA}) while -icount puts the instructions of the "
             f"two at least {evidence.ICOUNT_SHARE} times closer than the timed lead is "
             "flagged: its timed lead does not come from the code it runs but from how this "
             "host runs it, so its timed wins are not counted for it above unless the other "
-            "design's boots lie apart from every other kernel's. Cells that come from one boot "
+            "design's boots lie apart from every other kernel's. -icount runs one vCPU: on "
+            "more, a lead could come from contention, which equal instructions do not rule "
+            "out, so a flag sets aside wins at a higher vCPU count only where the debug boots "
+            "counted the same lock acquisitions per operation for the two kernels in every "
+            f"case at that count (within {pct_abs(evidence.EXACT_TOLERANCE)} or "
+            f"{fmt(evidence.EXACT_FLOOR, 1)}/op). Cells that come from one boot "
             "(the phases of one program, the worker counts of one boot) are not independent "
             "and a whole boot runs fast or slow under TCG, so beside the count over cells "
             "stands the test with the boot as the unit (analysis/rounds.py): each boot paired "
@@ -564,7 +584,8 @@ def _cannot(ctx: Context) -> str:
                      f"higher in {c.wins} of {c.cells} cells (sign test p = {c.p:.2g}, median "
                      f"{change_text(c.median_ratio)}) but in {c.pairs_won} of "
                      f"{len(c.pair_ratios)} boot pairs (p = {c.p_pairs:.2g}), while -icount "
-                     f"puts their instructions {pct_abs(c.icount_median)} apart (median)")
+                     f"puts their instructions {pct_abs(c.icount_median)} apart (median); "
+                     f"its timed wins set aside {set_aside_text(c)}")
     for e in [e for e in ctx.entries if e.caveat and e.ahead in (FIRST, SECOND)]:
         parts.append(f"whether {e.behind}'s lag {SHORT[e.kind]} ({change_text(e.ratio)}, "
                      f"{e.rule}) is its design's: {e.caveat}")

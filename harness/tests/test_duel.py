@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from harness.analysis import duel, evidence, stats
+from harness.report import duel_section
 from harness.run import tidy
 from harness.tests.conftest import row
 
@@ -195,7 +196,6 @@ def test_the_shared_anon_inodes_i_lock_contention_is_a_kind_of_its_own():
 def test_a_kind_of_evidence_the_run_lacks_is_said_not_measured(entries):
     """The 2026-12-04 rows have no round-robin tcg-cs boots: the report must say the
     price of failed trylocks was not measured, not stay silent on it."""
-    from harness.report import duel_section
     assert not [e for e in entries if e.kind == "price"]
     ctx = duel_section.Context(entries, [], 2, None, [])
     text = duel_section._cannot(ctx)
@@ -220,7 +220,6 @@ def test_the_answer_is_given_per_design_difference(entries):
     """Each workload (or phase) names the design difference it works; the report groups
     the comparisons by it. Here the one case of the captured rows: create-unlink, where
     piggin's XFS recycle wait (2026-12-04) cost it every timed comparison."""
-    from harness.report import duel_section
     differences = {"create-unlink": "list membership under i_lock (create, unlink)"}
     ctx = duel_section.Context(entries, [], 2, None, [], differences)
     [d] = duel_section.difference_verdicts(ctx)
@@ -240,7 +239,6 @@ def test_the_answer_is_given_per_design_difference(entries):
 
 
 def test_differences_the_run_did_not_measure_are_named_not_dropped(entries):
-    from harness.report import duel_section
     differences = {"create-unlink": "list membership under i_lock (create, unlink)"}
     walks = {"sb inode list walks (RCU in piggin)": ["sbwalk", "syncrace"]}
     ctx = duel_section.Context(entries, [], 2, None, [], differences, walks)
@@ -256,7 +254,6 @@ def test_differences_the_run_did_not_measure_are_named_not_dropped(entries):
 
 
 def test_one_claim_in_a_few_tests_is_not_beyond_chance():
-    from harness.report import duel_section
     assert duel_section.chance_p(0, 7) == 1.0
     assert duel_section.chance_p(1, 7) == pytest.approx(1 - 0.95 ** 7)  # 0.30
     assert duel_section.chance_p(4, 28) == pytest.approx(0.049, abs=0.001)
@@ -297,7 +294,6 @@ def test_shared_traffic_where_trylocks_fail_is_shown_but_decided_by_boots():
 
 
 def test_the_headline_needs_its_claims_beyond_chance(entries):
-    from harness.report import duel_section
     ctx = duel_section.Context(entries, [], 2, None, [])
     assert duel_section.verdict(ctx) == "chinner is ahead"  # 6 claims, XFS's recycle wait
     claims = [e for e in entries if e.kind in duel_section.COSTS and e.ahead in ("chinner",
@@ -307,3 +303,36 @@ def test_the_headline_needs_its_claims_beyond_chance(entries):
     assert duel_section.chance_p(1, tests) >= 0.05
     assert duel_section.verdict(duel_section.Context(one, [], 2, None, [])) == \
         "neither design is ahead beyond chance"
+
+
+def test_a_flag_sets_aside_wins_above_one_vcpu_only_where_the_locks_are_the_same():
+    # -icount runs one vCPU: it says chinner runs mainline's instructions, not that the
+    # two contend alike at 2 vCPUs. Only the 2-vCPU lock counts of the debug boots do.
+    timed = tidy.read(DATA / "perf-throughput.tsv")
+    alone = evidence.cross_case(timed, "chinner", "mainline")
+    assert alone.flagged and alone.locks == ((2, 0, 0),)
+    assert alone.covers(1) and not alone.covers(2) and alone.covered == [1]
+    counted = timed + tidy.read(DATA / "debug-acquisitions-c2.tsv")
+    chinner = evidence.cross_case(counted, "chinner", "mainline")
+    assert chinner.locks == ((2, 17, 0),) and chinner.covered == [1, 2]
+    # piggin takes other locks than mainline at 2 vCPUs: a pattern there would stand.
+    piggin = evidence.cross_case(counted, "piggin", "mainline")
+    assert piggin.locks[0][0] == 2 and piggin.locks[0][2] > 0 and not piggin.covers(2)
+
+
+def test_chinners_flag_sets_aside_its_two_vcpu_wins_only_with_the_two_vcpu_lock_counts():
+    timed = tidy.read(DATA / "perf-throughput.tsv")
+    counts = tidy.read(DATA / "debug-acquisitions-c2.tsv")
+
+    def set_aside(rows):
+        found = duel.entries(rows, KERNELS, None, DATA / "no-scaling.json")
+        ctx = duel_section.Context(found, [evidence.cross_case(rows, "chinner", "mainline")],
+                                   2, None, [])
+        return {(e.case.label, e.cpus) for e in found if ctx.confounded(e)}
+
+    without = set_aside(timed)
+    assert ("fstree create on tmpfs", 1) in without
+    assert not [c for c in without if c[1] == 2]
+    with_counts = set_aside(timed + counts)
+    assert {("fstree create on ext4", 2), ("fstree walk on tmpfs", 2)} <= with_counts
+    assert without < with_counts
