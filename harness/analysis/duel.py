@@ -97,6 +97,7 @@ class Entry:
     values: dict[str, list[float]] = field(default_factory=dict)  # kernel -> one per boot
     caveat: str = ""  # why a claim cannot be counted for the design ahead
     cpus: int = 0  # the vCPU count of its figures (0: no one count)
+    fallbacks: str = ""  # a prediction's inputs tcg-cs did not count, per kernel
 
     @property
     def prediction(self) -> bool:
@@ -416,9 +417,22 @@ def _paired(rows: list[Row], boot_order: list[str] | None) -> Entry | None:
                  caveat=caveat)
 
 
-def predictions(scaling_json: Path) -> dict[tuple[str, Case], tuple[float, float, float]]:
-    """(kernel, case) -> (low, default, high) predicted throughput at PREDICTION_CPUS over
-    the target machines (machines.py), from the run's scaling.json (empty when it has none)."""
+@dataclass(frozen=True)
+class Predicted:
+    """One kernel-case's throughput at PREDICTION_CPUS over the target machines."""
+    low: float
+    mid: float  # on the default machine
+    high: float
+    fallbacks: tuple[str, ...]  # inputs tcg-cs did not count (scaling_inputs.fallbacks)
+
+    @property
+    def band(self) -> tuple[float, float, float]:
+        return self.low, self.mid, self.high
+
+
+def predictions(scaling_json: Path) -> dict[tuple[str, Case], Predicted]:
+    """(kernel, case) -> its predicted throughput at PREDICTION_CPUS, from the run's
+    scaling.json (empty when it has none)."""
     if not scaling_json.is_file():
         return {}
     out = {}
@@ -429,8 +443,8 @@ def predictions(scaling_json: Path) -> dict[tuple[str, Case], tuple[float, float
         band = (c.get("ops_per_s_band") or [[None, None]] * len(c["cpus"]))[i]
         mid = c["ops_per_s"][i]
         values = [v for v in (band[0], mid, band[1]) if v is not None]
-        out[c["kernel"], Case(c["workload"], c["fs"], c["phase"])] = (
-            min(values), mid, max(values))
+        out[c["kernel"], Case(c["workload"], c["fs"], c["phase"])] = Predicted(
+            min(values), mid, max(values), tuple(c.get("inputs", {}).get("fallbacks", [])))
     return out
 
 
@@ -438,15 +452,18 @@ def _prediction(found: dict, case: Case) -> Entry | None:
     first, second = found.get((FIRST, case)), found.get((SECOND, case))
     if not first or not second:
         return None
-    ratios = [second[i] / first[i] for i in range(3)]
+    ratios = [s / f for s, f in zip(second.band, first.band)]
     low, high = min(ratios), max(ratios)
     ahead = (SECOND if low > 1 + PREDICTION_SAME_WITHIN else
              FIRST if high < 1 - PREDICTION_SAME_WITHIN else "")
-    figures = {k: stats.summarize([found[k, case][1]]) for k in (FIRST, SECOND) + REFERENCES
+    figures = {k: stats.summarize([found[k, case].mid]) for k in (FIRST, SECOND) + REFERENCES
                if (k, case) in found}
+    fell_back = "; ".join(f"{k}: {', '.join(p.fallbacks)}"
+                          for k, p in ((FIRST, first), (SECOND, second)) if p.fallbacks)
     return Entry(case, "prediction", f"{PREDICTION_CPUS} CPUs", "ops/s", False, figures,
                  ratios[1], low, high, ahead, "band over the target machines" if ahead else "",
-                 PREDICTION_SAME_WITHIN, "a prediction, not a measurement")
+                 PREDICTION_SAME_WITHIN, "a prediction, not a measurement",
+                 fallbacks=fell_back)
 
 
 def entries(rows: list[Row], kernels: list[str], spread: rerun.RerunSpread | None,

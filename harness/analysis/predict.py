@@ -73,6 +73,7 @@ class CasePrediction:
                            "lines_source": self.inputs.lines_source,
                            "blocked_ns_per_op": self.inputs.blocked_ns_per_op,
                            "shared_inodes": self.inputs.shared_inodes,
+                           "fallbacks": self.inputs.fallbacks,
                            "scopes": {r.role: r.scope.describe(r.instances)
                                       for r in self.inputs.roles}},
                 "notes": list(self.inputs.notes)}

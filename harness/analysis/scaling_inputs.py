@@ -148,6 +148,14 @@ class CaseInputs:
     shared_inodes: int | None = None
 
     @property
+    def fallbacks(self) -> list[str]:
+        """The inputs tcg-cs did not count, which fell back (FALLBACK_INSN, FALLBACK_HOLD):
+        a prediction that rests on one is weaker, and says so."""
+        found = ["instructions/op"] if self.insn_source == FALLBACK_INSN else []
+        return found + [f"{r.role} hold" for r in self.roles
+                        if r.cs_share is None and r.acquisitions_per_op > 0]
+
+    @property
     def lines_source(self) -> str:
         sources = sorted({r.counted.source for r in self.roles})
         return "; ".join(sources)

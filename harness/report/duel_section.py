@@ -135,10 +135,11 @@ def ahead_text(e: duel.Entry, ctx: Context) -> str:
         return "not compared (different kinds)"
     if e.ahead == "?":
         return f"no claim: {e.note}"
+    fell_back = f"; fallback inputs: {e.fallbacks}" if e.fallbacks else ""
     if not e.ahead:
         if e.prediction:
             return (f"neither: not {apart_text(e.detectable)} apart on every target machine "
-                    f"(band {span_text([e.low, e.high])})")
+                    f"(band {span_text([e.low, e.high])}){fell_back}")
         if e.kind in ("contention", "inode_contention") and e.ratio is None:
             return "neither (no contention)"
         if e.note and not math.isfinite(e.detectable):
@@ -153,7 +154,7 @@ def ahead_text(e: duel.Entry, ctx: Context) -> str:
         text += "; its timings are flagged by the cross-case check"
     elif e.kind in ("timed", "latency") and e.behind_alone():
         text += f"; every {e.behind} boot beyond every other kernel's"
-    return ("predicted " + text) if e.prediction else text
+    return ("predicted " + text + fell_back) if e.prediction else text
 
 
 def span_text(ratios: list[float]) -> str:

@@ -269,7 +269,8 @@ class Section:
         return [case.label, lock,
                 f"{prediction.at(AT_CPUS).utilization.get(name, 0.0) * 100:.0f}%" if name else "-",
                 str(half) if half else f"never (to {MAX_CPUS})",
-                _band(*banded.ops(AT_CPUS)), versus]
+                _band(*banded.ops(AT_CPUS)), versus,
+                ", ".join(banded.inputs.fallbacks) or "none"]
 
     def _capping_tables(self) -> list:
         out = [doc.Heading(3, "The lock that caps each kernel"),
@@ -278,7 +279,8 @@ class Section:
                         f"{AT_CPUS} CPUs, the CPU count from which throughput is below half "
                         f"of linear scaling, the predicted throughput at {AT_CPUS} CPUs (in "
                         f"brackets: the lowest and highest over the machines) against "
-                        f"{self.baseline}. All predictions.")]
+                        f"{self.baseline}, and the inputs that fell back (tcg-cs did not "
+                        f"count them). All predictions.")]
         for kernel in self.kernels:
             rows = [self._capping_row(kernel, case, self.banded[kernel, case])
                     for case in self._cases() if (kernel, case) in self.banded]
@@ -287,8 +289,8 @@ class Section:
                 out.append(doc.Table(["workload", "capping lock (scope)",
                                       f"its utilisation at {AT_CPUS}",
                                       "below half of linear from (CPUs)",
-                                      f"{AT_CPUS}-CPU throughput (band)", f"vs {self.baseline}"],
-                                     rows))
+                                      f"{AT_CPUS}-CPU throughput (band)", f"vs {self.baseline}",
+                                      "fallbacks"], rows))
         return out
 
     # -- chinner against piggin -------------------------------------------------------------------
@@ -310,7 +312,8 @@ class Section:
             rows.append([case.label, " ".join(f"{k} {_pct(v)}" for k, v in changes.items()),
                          "apart" if separated else f"same (under {SAME_WITHIN * 100:.0f}%)",
                          " ".join(f"{k} {_pct(v)}" for k, v in hot.items()),
-                         _why(chinner.inputs, piggin.inputs)])
+                         _why(chinner.inputs, piggin.inputs),
+                         _fallback_text(("chinner", chinner.inputs), ("piggin", piggin.inputs))])
         out.append(doc.Para(
             f"piggin against chinner at {AT_CPUS} CPUs on each target machine, as the run's "
             f"workloads are (the workers share no inode), and in a what-if where every "
@@ -320,9 +323,13 @@ class Section:
             f"{len(pairs)} cases are apart by "
             f"{SAME_WITHIN * 100:.0f}% or more on every machine. Why: the role-by-role "
             "differences of the inputs (acquisitions per operation, critical-section "
-            "instructions, lines from the previous holder)."))
+            "instructions, lines from the previous holder); critical-section instructions "
+            "are compared only where tcg-cs counted both. Fallbacks: the inputs tcg-cs did "
+            f"not count, which fall back to {scaling_inputs.FALLBACK_HOLD} (a hold) or "
+            f"{scaling_inputs.FALLBACK_INSN}; a row that lists one rests on it."))
         out.append(doc.Table(["workload", "piggin vs chinner, as run",
-                              "verdict", f"with {HOT_INODES} shared inode", "why"], rows))
+                              "verdict", f"with {HOT_INODES} shared inode", "why",
+                              "fallbacks"], rows))
         return out
 
     # -- the published record ----------------------------------------------------------------------
@@ -601,6 +608,12 @@ def _hot_change(mine: CasePrediction, theirs: CasePrediction, cpus: int) -> dict
                for p in (profile, theirs.solved[k][0])]
         out[k] = hot[0].at(cpus).ops_per_s / hot[1].at(cpus).ops_per_s - 1
     return out
+
+
+def _fallback_text(*named: tuple[str, CaseInputs]) -> str:
+    parts = [f"{kernel}: {', '.join(inputs.fallbacks)}" for kernel, inputs in named
+             if inputs.fallbacks]
+    return "; ".join(parts) or "none"
 
 
 def _why(chinner: CaseInputs, piggin: CaseInputs) -> str:

@@ -336,3 +336,17 @@ def test_chinners_flag_sets_aside_its_two_vcpu_wins_only_with_the_two_vcpu_lock_
     with_counts = set_aside(timed + counts)
     assert {("fstree create on ext4", 2), ("fstree walk on tmpfs", 2)} <= with_counts
     assert without < with_counts
+
+
+def test_a_prediction_that_rests_on_a_fallback_says_so_in_its_row():
+    case = evidence.Case("fstree", "xfs", "unlink")
+    found = {("chinner", case): duel.Predicted(900.0, 1000.0, 1100.0, ("wb hold",)),
+             ("piggin", case): duel.Predicted(1900.0, 2000.0, 2100.0, ())}
+    e = duel._prediction(found, case)
+    assert e.ahead == "piggin" and e.fallbacks == "chinner: wb hold"
+    text = duel_section.ahead_text(e, duel_section.Context([e], [], 2, None, []))
+    assert text.startswith("predicted **piggin**") and text.endswith(
+        "fallback inputs: chinner: wb hold")
+    found["chinner", case] = duel.Predicted(900.0, 1000.0, 1100.0, ())
+    assert "fallback" not in duel_section.ahead_text(
+        duel._prediction(found, case), duel_section.Context([e], [], 2, None, []))

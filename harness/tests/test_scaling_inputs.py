@@ -27,6 +27,7 @@ def test_fallback_inputs_are_derived_and_labelled(tmp_path):
     assert inputs.insn_per_op == pytest.approx(20000.0)
     assert inputs.insn_source == scaling_inputs.FALLBACK_INSN
     assert "lockdep" in inputs.hold_source and "fallback" in inputs.hold_source
+    assert inputs.fallbacks == ["instructions/op", "sb_list hold", "i_lock hold"]
     profile = inputs.machine_profile(0.5)  # 10 µs per operation
     locks = {lock.name: lock for lock in profile.locks}
     assert locks["sb_list"].hold_ns == pytest.approx(0.01 * 10000)  # 10 µs of 1000 µs
@@ -42,7 +43,7 @@ def test_tcg_cs_counts_replace_both_fallbacks():
         row("mainline", "perf", "tcg-cs", 1, 1, "i_lock", "cs_instructions_per_acq", 40.0)]
     inputs = scaling_inputs.case_inputs(default_layout(), rows, {}, "mainline", CASE)
     assert inputs.insn_per_op == 16000.0 and inputs.insn_source == scaling_inputs.CS_INSN
-    assert inputs.hold_source == scaling_inputs.CS_HOLD
+    assert inputs.hold_source == scaling_inputs.CS_HOLD and inputs.fallbacks == []
     locks = {lock.name: lock for lock in inputs.machine_profile(0.5).locks}
     assert locks["sb_list"].hold_ns == pytest.approx(40.0)
     # The debug-time profile keeps lock_stat's shares: it is compared with lock_stat.
@@ -214,6 +215,7 @@ def test_predict_command_on_a_run_and_on_a_profile(tmp_path, capsys):
     assert set(case["machines"]) == {m.key for m in machines.MACHINES}
     assert case["checks"] == {} and case["machine"] == machines.DEFAULT
     assert case["inputs"]["instructions_source"] == scaling_inputs.FALLBACK_INSN
+    assert case["inputs"]["fallbacks"] == ["instructions/op", "sb_list hold", "i_lock hold"]
     assert case["inputs"]["lines_source"] == scaling_inputs.SOURCE_LINES
     low, high = case["ops_per_s_band"][2]
     assert low <= case["ops_per_s"][2] <= high
