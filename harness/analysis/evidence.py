@@ -533,24 +533,18 @@ class CrossCase:
     # Per timed vCPU count above one: (vCPUs, cases whose icache lock acquisitions per op
     # the debug boots of both kernels counted there, of those the cases where they differ).
     locks: tuple[tuple[int, int, int], ...] = ()
+    same_locks: frozenset[tuple[int, Case]] = frozenset()  # (vCPUs, case): counts equal
 
     @property
     def pairs_won(self) -> int:
         return sum(1 for r in self.pair_ratios if r > 1)
 
-    def covers(self, cpus: int) -> bool:
-        """Whether a flag speaks for timed figures at `cpus` vCPUs. -icount runs one
-        vCPU; on more, a lead could come from contention, which the same instructions
-        do not rule out, unless the two kernels take the same locks there."""
-        if cpus <= 1:
-            return True
-        compared, apart = next(((n, a) for c, n, a in self.locks if c == cpus), (0, 0))
-        return compared > 0 and apart == 0
-
-    @property
-    def covered(self) -> list[int]:
-        """The timed vCPU counts whose wins a flag sets aside."""
-        return [1] + [c for c, _, _ in self.locks if self.covers(c)]
+    def covers(self, cpus: int, case: Case) -> bool:
+        """Whether a flag speaks for a timed figure of `case` at `cpus` vCPUs. -icount
+        runs one vCPU; on more, a lead could come from contention, which the same
+        instructions do not rule out, unless the two kernels take the same locks in
+        that case there."""
+        return cpus <= 1 or (cpus, case) in self.same_locks
 
     @property
     def flagged(self) -> bool:
@@ -578,27 +572,32 @@ def cross_case(rows: list[Row], kernel: str, against: str,
     changes = [v.comparison(kernel).change for v in icount]  # type: ignore[union-attr]
     apart = sum(1 for v in icount if v.outcome(kernel) in ("better", "worse"))
     paired = rounds.compare(rows, kernel, against)
-    locks = tuple((cpus, *_lock_traffic(grouped, kernel, against, cpus))
-                  for cpus in sorted({c for _, c, _ in timed_cells(rows, mode) if c > 1}))
+    traffic = {cpus: _lock_traffic(grouped, kernel, against, cpus)
+               for cpus in sorted({c for _, c, _ in timed_cells(rows, mode) if c > 1})}
+    locks = tuple((cpus, len(compared), len(compared - same))
+                  for cpus, (compared, same) in traffic.items())
+    same_locks = frozenset((cpus, case) for cpus, (_, same) in traffic.items()
+                           for case in same)
     return CrossCase(kernel, against, wins, len(ratios), stats.sign_test(wins, len(ratios)),
                      statistics.median(ratios), len(icount), apart,
                      statistics.median(abs(c) for c in changes) if changes else math.nan,
                      tuple(math.exp(p.log_ratio) for p in paired.pairs),
-                     paired.p_pairs if paired.pairs else 1.0, locks)
+                     paired.p_pairs if paired.pairs else 1.0, locks, same_locks)
 
 
 def _lock_traffic(grouped: dict[Case, list[Row]], kernel: str, against: str,
-                  cpus: int) -> tuple[int, int]:
-    """Cases whose lock acquisitions per op both kernels' debug boots counted at `cpus`
-    vCPUs, and of those the cases where the two counts differ."""
-    compared = apart = 0
+                  cpus: int) -> tuple[set[Case], set[Case]]:
+    """The cases whose lock acquisitions per op both kernels' debug boots counted at
+    `cpus` vCPUs, and of those the cases where the two counts are the same."""
+    compared, same = set(), set()
     for case, mine in grouped.items():
         values = acquisition_values(mine, case, cpus)
         if values.get(kernel) and values.get(against):
-            compared += 1
-            apart += not same_count(statistics.fmean(values[kernel]),
-                                    statistics.fmean(values[against]))
-    return compared, apart
+            compared.add(case)
+            if same_count(statistics.fmean(values[kernel]),
+                          statistics.fmean(values[against])):
+                same.add(case)
+    return compared, same
 
 
 # A boot of an -icount case stalled when its rate falls this far below the median of

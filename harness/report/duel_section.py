@@ -63,7 +63,7 @@ class Context:
             return True
         if e.kind not in ("timed", "latency") or e.ahead not in (FIRST, SECOND):
             return False
-        suspect = {c.kernel for c in self.flagged if c.covers(e.cpus)}
+        suspect = {c.kernel for c in self.flagged if c.covers(e.cpus, e.case)}
         return e.ahead in suspect and not e.behind_alone()
 
     def claims(self, design: str, kinds: tuple[str, ...]) -> list[duel.Entry]:
@@ -93,8 +93,11 @@ def change_text(ratio: float | None, low: float | None = None,
     """piggin against chinner: "-28%" or "6.8x" (beyond a factor of two), with its interval."""
     if ratio is None or not math.isfinite(ratio):
         return "n/a"
-    big = ratio >= 2 or ratio <= 0.5 or (high is not None and high >= 2 and ratio > 1) \
-        or (low is not None and 0 < low <= 0.5 and ratio < 1)
+    # Decided on the figures as written, so 2.00 -> 4.00 reads "2.0x" however the
+    # division rounds.
+    big = round(ratio, 3) >= 2 or round(ratio, 3) <= 0.5 \
+        or (high is not None and round(high, 3) >= 2 and ratio > 1) \
+        or (low is not None and 0 < round(low, 3) <= 0.5 and ratio < 1)
 
     def one(x: float, digits: int = 2) -> str:
         return times(x, digits) if big else pct(x - 1, digits)
@@ -148,6 +151,9 @@ def ahead_text(e: duel.Entry, ctx: Context) -> str:
             if math.isfinite(e.detectable) else ""
         return f"neither{reach}"
     text = f"**{e.ahead}** ({e.rule})"
+    if e.rule == "rank test" and e.low is not None and e.high is not None \
+            and e.low < 1 < e.high:
+        text += "; its 95% interval includes no change"
     if e.caveat:
         text += f"; not counted: {e.caveat}"
     elif ctx.confounded(e):
@@ -215,7 +221,8 @@ KIND_LONG = duel.KINDS
 def workload_table(ctx: Context, kernels: list[str]) -> Table:
     """Every entry, workload by workload; timed cells that separate nothing are folded."""
     refs = [k for k in duel.REFERENCES if k in kernels]
-    header = ["workload", "evidence", FIRST, SECOND, f"{SECOND} against {FIRST} (95%)",
+    header = ["workload", "evidence", FIRST, SECOND,
+              f"{SECOND} against {FIRST} (95% interval; a prediction: its band)",
               "ahead", *[f"{k} ({'reference' if k == 'mainline' else 'ancestor'})"
                          for k in refs]]
     rows = []
@@ -259,16 +266,14 @@ def cs_role_table(rows: list, kernels: list[str]) -> Table | None:
 
 
 def set_aside_text(c: evidence.CrossCase) -> str:
-    """At which vCPU counts a flag sets timed wins aside, and why not at the others."""
-    covered = c.covered
-    text = "at " + " and ".join(str(n) for n in covered) + \
-        f" {'vCPU' if covered == [1] else 'vCPUs'}"
+    """Where a flag sets timed wins aside: at 1 vCPU, and above only in the cases
+    where the two kernels take the same locks."""
+    text = "at 1 vCPU"
     for cpus, compared, apart in c.locks:
-        if not c.covers(cpus):
-            text += (f"; not at {cpus} vCPUs, where " +
-                     (f"their lock counts differ in {apart} of "
-                      f"{plural(compared, 'case')}" if compared else
-                      "no debug boot counted their locks"))
+        text += (f"; at {cpus} vCPUs " +
+                 (f"in the {compared - apart} of {plural(compared, 'case')} where their "
+                  f"lock counts are the same" if compared else
+                  "in no case (no debug boot counted their locks)"))
     return text
 
 
@@ -291,9 +296,9 @@ def cross_case_block(ctx: Context) -> list[Block]:
             "host runs it, so its timed wins are not counted for it above unless the other "
             "design's boots lie apart from every other kernel's. -icount runs one vCPU: on "
             "more, a lead could come from contention, which equal instructions do not rule "
-            "out, so a flag sets aside wins at a higher vCPU count only where the debug boots "
-            "counted the same lock acquisitions per operation for the two kernels in every "
-            f"case at that count (within {pct_abs(evidence.EXACT_TOLERANCE)} or "
+            "out, so a flag sets aside wins at a higher vCPU count only in the cases where "
+            "the debug boots counted the same lock acquisitions per operation for the two "
+            f"kernels at that count (within {pct_abs(evidence.EXACT_TOLERANCE)} or "
             f"{fmt(evidence.EXACT_FLOOR, 1)}/op). Cells that come from one boot "
             "(the phases of one program, the worker counts of one boot) are not independent "
             "and a whole boot runs fast or slow under TCG, so beside the count over cells "
@@ -468,10 +473,26 @@ def answer(ctx: Context) -> list[str]:
                  + f", {FIRST} in {len(second)}" + (f" ({counted(second)})" if second else "")
                  + f", of {tests} cost tests (chance p = "
                  f"{chance_p(len(first) + len(second), tests):.2g})")
-    paragraphs = [lead + ".** " + _largest(ctx) + _smallest(ctx), difference_sentence(ctx)]
+    paragraphs = [lead + ".** " + _power(ctx) + _largest(ctx) + _smallest(ctx),
+                  difference_sentence(ctx)]
     paragraphs.append(_mechanisms(ctx))
     paragraphs.append(_cannot(ctx))
     return [p for p in paragraphs if p]
+
+
+def _power(ctx: Context) -> str:
+    """What the cost tests could have shown, per kind: a "neither" from tests that
+    could only see a factor of two is no evidence of equal cost."""
+    tested = [e for e in ctx.entries if e.kind in COSTS and e.ahead != "?"]
+    parts = []
+    for kind in dict.fromkeys(e.kind for e in tested):
+        reach = sorted(e.detectable for e in tested if e.kind == kind
+                       and math.isfinite(e.detectable))
+        if reach:
+            parts.append(f"{SHORT[kind]} {apart_text(reach[len(reach) // 2])} "
+                         f"({plural(len(reach), 'test')})")
+    return ("The smallest difference the cost tests could show, per kind (median): "
+            + ", ".join(parts) + ". ") if parts else ""
 
 
 def _smallest(ctx: Context) -> str:
@@ -614,7 +635,8 @@ def blocks(ctx: Context, rows: list, kernels: list[str]) -> list[Block]:
     out.append(Para(
         f"At a glance: per kind of evidence, in how many comparisons (workload cases, and "
         f"vCPU counts where timed) each design is ahead. *Cost*: what a user pays (time, "
-        f"instructions, contention); *mechanism*: what explains a cost. Rules: exact counts "
+        f"instructions); *mechanism*: what explains a cost (lock traffic, critical "
+        f"sections, retries, contention on the lockdep kernels). Rules: exact counts "
         f"differ beyond {pct_abs(evidence.EXACT_TOLERANCE)} and "
         f"{fmt(evidence.EXACT_FLOOR, 1)} acquisitions/op (EXACT_TOLERANCE, EXACT_FLOOR: "
         f"kernel threads add that much to a window); timed figures by the "

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from harness.analysis import duel, evidence, stats
-from harness.report import duel_section
+from harness.report import blocks, duel_section
 from harness.run import tidy
 from harness.tests.conftest import row
 
@@ -309,15 +309,20 @@ def test_a_flag_sets_aside_wins_above_one_vcpu_only_where_the_locks_are_the_same
     # -icount runs one vCPU: it says chinner runs mainline's instructions, not that the
     # two contend alike at 2 vCPUs. Only the 2-vCPU lock counts of the debug boots do.
     timed = tidy.read(DATA / "perf-throughput.tsv")
+    walk = evidence.Case("fstree", "tmpfs", "walk")
     alone = evidence.cross_case(timed, "chinner", "mainline")
     assert alone.flagged and alone.locks == ((2, 0, 0),)
-    assert alone.covers(1) and not alone.covers(2) and alone.covered == [1]
+    assert alone.covers(1, walk) and not alone.covers(2, walk)
     counted = timed + tidy.read(DATA / "debug-acquisitions-c2.tsv")
     chinner = evidence.cross_case(counted, "chinner", "mainline")
-    assert chinner.locks == ((2, 17, 0),) and chinner.covered == [1, 2]
-    # piggin takes other locks than mainline at 2 vCPUs: a pattern there would stand.
+    assert chinner.locks == ((2, 17, 0),) and chinner.covers(2, walk)
+    # piggin takes other locks than mainline at 2 vCPUs, except where neither takes
+    # any: a pattern stands in the cases that differ and only there.
     piggin = evidence.cross_case(counted, "piggin", "mainline")
-    assert piggin.locks[0][0] == 2 and piggin.locks[0][2] > 0 and not piggin.covers(2)
+    (cpus, compared, apart), = piggin.locks
+    assert (cpus, compared) == (2, 17) and 0 < apart < compared
+    assert not piggin.covers(2, evidence.Case("create-unlink", "tmpfs", "create-unlink"))
+    assert piggin.covers(2, evidence.Case("igetstorm", "ext4", "open-by-handle"))
 
 
 def test_chinners_flag_sets_aside_its_two_vcpu_wins_only_with_the_two_vcpu_lock_counts():
@@ -350,3 +355,34 @@ def test_a_prediction_that_rests_on_a_fallback_says_so_in_its_row():
     found["chinner", case] = duel.Predicted(900.0, 1000.0, 1100.0, ())
     assert "fallback" not in duel_section.ahead_text(
         duel._prediction(found, case), duel_section.Context([e], [], 2, None, []))
+
+
+def test_the_answer_says_what_its_cost_tests_could_show(entries):
+    # "neither is ahead" from tests that could only see a factor of two is not
+    # evidence of equal cost: the opening gives each kind's reach.
+    ctx = duel_section.Context(entries, [], 2, None, [])
+    text = duel_section.answer(ctx)[0]
+    assert "The smallest difference the cost tests could show, per kind (median): " in text
+    timed = sorted(e.detectable for e in entries if e.kind == "timed"
+                   and e.ahead != "?" and e.detectable == e.detectable)
+    assert (f"timed throughput (TCG) {blocks.apart_text(timed[len(timed) // 2])} "
+            f"({len(timed)} tests)") in text
+
+
+def test_a_claim_by_the_rank_test_alone_says_its_interval_includes_no_change(entries):
+    # create-unlink on XFS at 1 vCPU: every piggin boot below every other, yet the
+    # interval of its ratio to chinner spans 0.097x to 1.4x.
+    ctx = duel_section.Context(entries, [], 2, None, [])
+    ranked = [e for e in entries if e.rule == "rank test" and e.ahead in ("chinner", "piggin")]
+    assert ranked
+    for e in ranked:
+        spans = e.low < 1 < e.high
+        assert ("interval includes no change" in duel_section.ahead_text(e, ctx)) == spans
+    assert any(e.low < 1 < e.high for e in ranked)
+
+
+def test_a_ratio_of_two_as_written_is_a_factor_either_way():
+    assert duel_section.change_text(4.0 / 2.0) == "2.0x"
+    assert duel_section.change_text(1.9999999) == "2.0x"
+    assert duel_section.change_text(0.5000001) == "0.50x"
+    assert duel_section.change_text(1.5) == "+50%"
