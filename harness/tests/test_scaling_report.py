@@ -3,8 +3,10 @@
 import dataclasses
 import json
 
+from harness import lockscope
+from harness.analysis import evidence
 from harness.layout import default_layout
-from harness.report import document
+from harness.report import document, scaling_section
 from harness.run import tidy
 from harness.tests.conftest import lock_rows, mainline_rows
 from harness.tests.conftest import scaling_row as row
@@ -112,3 +114,13 @@ def test_a_fall_the_hot_locks_hand_off_explains_is_a_prediction_not_a_defect():
     caps = [prediction.profile.busiest(n, prediction.costs.at(n))[1] for n in (1, 2)]
     assert caps[1] < caps[0] / 5
     assert result.violations() == {}
+
+
+def test_a_private_lock_bouncing_on_a_declared_shared_inode_is_no_contradiction():
+    scope = lockscope.RoleScope("i_lock", "per-inode")
+    anon = evidence.Case("anonstorm", "tmpfs", "epoll")
+    walk = evidence.Case("fstree", "tmpfs", "unlink")
+    items = [(anon, 0.45, 5000.0), (walk, 0.10, 5000.0)]
+    flags = scaling_section._scope_flags("mainline", "i_lock", scope, items, {anon: 1})
+    assert len(flags) == 1 and "fstree unlink on tmpfs" in flags[0]
+    assert len(scaling_section._scope_flags("mainline", "i_lock", scope, items, {})) == 2
