@@ -81,8 +81,12 @@ def _band(low: float, mid: float, high: float) -> str:
 
 
 def _pct(value: float | None) -> str:
+    """Whole percents, with one decimal within a point of SAME_WITHIN, where a rounded
+    "-5%" would hide which side of the verdict's threshold the change fell."""
     if value is None or math.isnan(value):
         return "n/a"
+    if abs(abs(value) - SAME_WITHIN) < 0.01:
+        return f"{value * 100:+.1f}%"
     shown = round(value * 100)
     return "0%" if shown == 0 else f"{shown:+d}%"
 

@@ -124,3 +124,9 @@ def test_a_private_lock_bouncing_on_a_declared_shared_inode_is_no_contradiction(
     flags = scaling_section._scope_flags("mainline", "i_lock", scope, items, {anon: 1})
     assert len(flags) == 1 and "fstree unlink on tmpfs" in flags[0]
     assert len(scaling_section._scope_flags("mainline", "i_lock", scope, items, {})) == 2
+
+
+def test_a_change_near_the_same_within_threshold_shows_its_side():
+    assert scaling_section._pct(-0.046) == "-4.6%"
+    assert scaling_section._pct(-0.054) == "-5.4%"
+    assert scaling_section._pct(-0.12) == "-12%" and scaling_section._pct(0.001) == "0%"
