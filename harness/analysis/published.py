@@ -78,6 +78,11 @@ class Anchor:
     machine: str = ""  # the target machine of the publisher's class, if any
 
 
+# Anchors whose figure is a change of design (after over before), the kind of figure a
+# prediction of chinner against piggin is; the others are absolute rates and shares.
+RELATIVE = ("ratio_private", "guzik_ratio")
+
+
 def _around(value: float, rel: float) -> tuple[float, float]:
     return value * (1 - rel), value * (1 + rel)
 
@@ -144,6 +149,10 @@ class Outcome:
         """The machines whose values decide: the publisher's class, else all."""
         return [self.anchor.machine] if self.anchor.machine in self.values else \
             list(self.values)
+
+    @property
+    def relative(self) -> bool:
+        return self.anchor.quantity in RELATIVE
 
     @property
     def within(self) -> list[str]:

@@ -4,7 +4,7 @@ import dataclasses
 import json
 
 from harness import lockscope
-from harness.analysis import evidence
+from harness.analysis import evidence, machines, published
 from harness.layout import default_layout
 from harness.report import document, scaling_section
 from harness.run import tidy
@@ -130,3 +130,13 @@ def test_a_change_near_the_same_within_threshold_shows_its_side():
     assert scaling_section._pct(-0.046) == "-4.6%"
     assert scaling_section._pct(-0.054) == "-5.4%"
     assert scaling_section._pct(-0.12) == "-12%" and scaling_section._pct(0.001) == "0%"
+
+
+def test_the_duel_prediction_states_the_models_record_on_changes_of_design():
+
+    dlist, guzik = [a for a in published.ANCHORS if a.quantity in published.RELATIVE]
+    text = scaling_section.relative_record([
+        published.Outcome(dlist, {machines.DEFAULT: 1.1}, ""),
+        published.Outcome(guzik, {machines.DEFAULT: 2.2}, "")])
+    assert "1 of 2 held" in text and "the model 1.1 on" in text and "not a finding" in text
+    assert "no measured error" in scaling_section.relative_record([])
