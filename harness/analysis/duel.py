@@ -98,6 +98,9 @@ class Entry:
     caveat: str = ""  # why a claim cannot be counted for the design ahead
     cpus: int = 0  # the vCPU count of its figures (0: no one count)
     fallbacks: str = ""  # a prediction's inputs tcg-cs did not count, per kernel
+    # contention: the p of the same test between CONTROL and FIRST, which take the same
+    # locks (NaN: no control); how often it rejects is the test's real false-claim rate
+    control_p: float = math.nan
 
     @property
     def prediction(self) -> bool:
@@ -341,7 +344,8 @@ def _contention(rows: list[Row], case: Case, cpus: int, roles: tuple[str, ...],
                  test.value, test.low, test.high, ahead,
                  "rate test" if ahead in (FIRST, SECOND) else "",
                  math.sqrt(test.high / test.low) - 1 if test.low > 0 and
-                 math.isfinite(test.high) else math.nan, note)
+                 math.isfinite(test.high) else math.nan, note,
+                 control_p=check.p if check is not None else math.nan)
 
 
 def _latency(rows: list[Row], case: Case, cpus: int, procs: int, order: list[str]) -> Entry | None:

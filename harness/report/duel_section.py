@@ -199,13 +199,28 @@ def glance_measured(ctx: Context) -> Table:
                      str(len(first)) + (f" (+{flagged} flagged)" if flagged else ""),
                      str(len([e for e in t.ahead(SECOND) if not ctx.confounded(e)])),
                      str(len(t.level)), str(len(t.unclaimed)),
-                     fmt(len(t.entries) * stats.ALPHA, 2) if t.kind in TESTED else "0 (counts)",
+                     _by_chance(t),
                      span_text(apart), reach_text(t.detectable)])
     return Table(["evidence (measured)", "kind", "comparisons", f"{FIRST} ahead",
                   f"{SECOND} ahead", "neither", "no claim",
                   f"claims expected by chance ({stats.ALPHA} each)",
                   f"{SECOND} against {FIRST} where apart",
                   "smallest difference it could show (median)"], rows)
+
+
+def _by_chance(t: duel.KindTally) -> str:
+    """Claims expected by chance: ALPHA per test, and where the kind has a negative
+    control (mainline against chinner, the same locks), the rate the control shows."""
+    if t.kind not in TESTED:
+        return "0 (counts)"
+    text = fmt(len(t.entries) * stats.ALPHA, 2)
+    controls = [e.control_p for e in t.entries if math.isfinite(e.control_p)]
+    if controls:
+        rejected = sum(1 for p in controls if p < stats.ALPHA)
+        text += (f"; by the control ({duel.CONTROL} against {FIRST}, the same locks): "
+                 f"{fmt(len(t.entries) * rejected / len(controls), 2)}, its test rejecting "
+                 f"in {rejected} of {len(controls)}")
+    return text
 
 
 def glance_predicted(ctx: Context) -> Table | None:

@@ -386,3 +386,17 @@ def test_a_ratio_of_two_as_written_is_a_factor_either_way():
     assert duel_section.change_text(1.9999999) == "2.0x"
     assert duel_section.change_text(0.5000001) == "0.50x"
     assert duel_section.change_text(1.5) == "+50%"
+
+
+def test_contentions_chance_rate_is_read_from_its_control_too():
+    # The rate test takes counts as Poisson; mainline and chinner take the same locks,
+    # so how often it puts those two apart is its real false-claim rate. anonstorm's
+    # i_lock contention of the 2026-12-06 reference: the control rejects in 3 of 3.
+    rows = tidy.read(DATA.parent / "duel-20261206" / "anonstorm-debug.tsv")
+    found = [e for e in duel.entries(rows, KERNELS, None, DATA / "no-scaling.json")
+             if e.kind == "inode_contention"]
+    assert len(found) == 3 and all(e.control_p < 0.05 for e in found)
+    text = duel_section._by_chance(duel.KindTally("inode_contention", found))
+    assert text == ("0.15; by the control (mainline against chinner, the same locks): "
+                    "3.0, its test rejecting in 3 of 3")
+    assert duel_section._by_chance(duel.KindTally("shared", [])) == "0 (counts)"
