@@ -579,10 +579,21 @@ def _mechanisms(ctx: Context) -> str:
         ratios = [e.ratio for e in a + b if e.ratio]
         parts.append(f"{SHORT[kind]}: {FIRST} lower in {len(a)}, {SECOND} lower in {len(b)} "
                      f"({SECOND} {span_text(ratios)}), the same in {len(level)}{unclaimed} of "
-                     f"{plural(len(found), 'comparison')}")
+                     f"{plural(len(found), 'comparison')}" + _control_caveat(found))
     if not parts:
         return ""
     return "What differs: " + "; ".join(parts) + "."
+
+
+def _control_caveat(found: list[duel.Entry]) -> str:
+    """Where the kind's negative control rejects more often than ALPHA, its claims are
+    weaker than their p says."""
+    controls = [e.control_p for e in found if math.isfinite(e.control_p)]
+    rejected = sum(1 for p in controls if p < stats.ALPHA)
+    if not controls or rejected <= stats.ALPHA * len(controls):
+        return ""
+    return (f" (but its test puts {duel.CONTROL} and {FIRST}, which take the same locks, "
+            f"apart in {rejected} of {len(controls)}: these claims are weak)")
 
 
 def _retries_phrase(found: list[duel.Entry]) -> str:

@@ -400,3 +400,6 @@ def test_contentions_chance_rate_is_read_from_its_control_too():
     assert text == ("0.15; by the control (mainline against chinner, the same locks): "
                     "3.0, its test rejecting in 3 of 3")
     assert duel_section._by_chance(duel.KindTally("shared", [])) == "0 (counts)"
+    assert duel_section._control_caveat(found) == (
+        " (but its test puts mainline and chinner, which take the same locks, apart in 3 "
+        "of 3: these claims are weak)")
