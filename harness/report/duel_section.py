@@ -362,11 +362,11 @@ class DifferenceVerdict:
     @property
     def text(self) -> str:
         counts = (f"{plural(self.claims, 'claim')} in {plural(self.tests, 'test')}, "
-                  f"chance p = {self.p:.2g}")
+                  f"chance p = {self.p:.2g} before Holm's step-down over the differences")
         if self.decided:
             return f"{verdict(self.sub)} ({counts})"
         if self.claims:
-            return f"not beyond chance ({counts}, Holm over the differences)"
+            return f"not beyond chance ({counts})"
         if not self.tests:
             return "no cost measured (its cases have no timed or -icount boots)"
         return f"no difference this run could detect ({plural(self.tests, 'test')})"
