@@ -319,7 +319,8 @@ class Section:
             apart += separated
             hot = _hot_change(piggin, chinner, AT_CPUS)
             rows.append([case.label, " ".join(f"{k} {_pct(v)}" for k, v in changes.items()),
-                         "apart" if separated else f"same (under {SAME_WITHIN * 100:.0f}%)",
+                         "predicted apart" if separated else
+                         f"predicted same (under {SAME_WITHIN * 100:.0f}%)",
                          " ".join(f"{k} {_pct(v)}" for k, v in hot.items()),
                          _why(chinner.inputs, piggin.inputs),
                          _fallback_text(("chinner", chinner.inputs), ("piggin", piggin.inputs))])
