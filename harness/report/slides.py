@@ -335,17 +335,18 @@ class Deck:
         top = min(flagged, key=lambda c: c.p)
         rows = [[c.kernel, c.against, f"{c.wins} of {c.cells}", f"{c.p:.2g}",
                  change_text(c.median_ratio), pct_abs(c.icount_median),
-                 "; ".join(["1"] + [f"{n}: {compared - apart} of {compared} cases"
+                 ", ".join(["1"] + [f"{n} ({compared - apart}/{compared})"
                                     for n, compared, apart in c.locks])] for c in flagged]
         return Page(f"Under TCG {top.kernel} outruns {top.against} in {top.wins} of {top.cells}"
                     f" timed cells while -icount counts the same instructions: its timed wins "
                     "are set aside", [
                         Grid(["kernel", "against", "higher mean", "sign test p",
-                              "median change", "-icount apart (median)",
-                              "set aside at vCPUs"], rows, size=28),
+                              "median change", "-icount apart",
+                              "set aside (vCPUs)"], rows, size=28),
                         Text(f"{top.kernel}'s timed wins therefore count for nothing unless the "
                              "other design's boots lie apart from every other kernel's; above "
-                             "1 vCPU only in cases where the two take the same locks. The "
+                             "1 vCPU only in the cases (n/m) where the two take the same "
+                             "locks. -icount apart: the median. The "
                              "cause (how TCG runs its code, image layout, host caches) is not "
                              "found yet.", size=SMALL_PX, colour="#444444"),
                     ], self.footer)
