@@ -72,8 +72,8 @@ FALLBACK_HOLD = ("hold per acquisition as its share of a debug-kernel operation 
 CS_INSN = "instructions/op counted by the tcg-cs plugin"
 CS_HOLD = "critical-section instructions counted by the tcg-cs plugin"
 CS_LINES = "cache lines counted by the tcg-cs plugin"
-SOURCE_LINES = ("cache lines counted by hand from the 6.1 source (no tcg-cs line rows in "
-                "this run)")
+SOURCE_LINES = ("cache lines counted by hand from the 6.1 source (tcg-cs counted no "
+                "lines for the role)")
 NO_LINES = "no cache lines counted (the lock word's transfer alone)"
 # The per-role line metrics of the tcg-cs rows, by the RoleLines field they fill.
 LINE_METRICS = {"read": "cs_lines_read_per_acq", "written": "cs_lines_written_per_acq",
