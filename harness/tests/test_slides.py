@@ -4,12 +4,14 @@ Checked as a person would: each PDF page rendered to pixels (pdftoppm) and
 read back as text (pdftotext).
 """
 
+import dataclasses
 import json
 import subprocess
 from collections import Counter
 
 import pytest
 
+from harness.analysis import evidence
 from harness.kernels import kbuild
 from harness.report import charts, deck_text, document, duel_section, slides, svg_pages
 from harness.run import records, soak, tidy
@@ -230,3 +232,17 @@ def test_the_record_slide_fits_the_soaks_of_both_flavours(run):
     assert page.title.startswith("Record: 1 kernel report and 0 lock-order violations")
     text = svg_pages.render(page, 1, 1)  # raises PageError if the table does not fit
     assert "312 boots, 8.33 h, 1 report" in text and "none of these images" in text
+
+
+def test_the_artefact_slide_fits_three_flagged_pairs(run):
+    # The reference of 2026-12-06 flags three pairs, each set aside at 1 vCPU and in
+    # some 2-vCPU cases: the table must fit the page (it did not, once).
+    layout, folder = run
+    deck = slides.Deck(layout, folder, "mainline")
+    flagged = [evidence.CrossCase(k, a, 36, 43, 9e-06, 1.11, 20, 0, 0.0011,
+                                  (1.1,) * 6, 0.12, ((2, 24, 19),))
+               for k, a in (("mainline", "base"), ("mainline", "piggin"), ("chinner", "base"))]
+    assert all(c.flagged for c in flagged)
+    deck.ctx = dataclasses.replace(deck.ctx, cross=flagged)
+    text = svg_pages.render(deck.artefact(), 1, 1)  # raises PageError if it does not fit
+    assert text.count("1, 2 (5/24)") == 3
