@@ -214,13 +214,18 @@ def _by_chance(t: duel.KindTally) -> str:
     if t.kind not in TESTED:
         return "0 (counts)"
     text = fmt(len(t.entries) * stats.ALPHA, 2)
-    controls = [e.control_p for e in t.entries if math.isfinite(e.control_p)]
+    rejected, controls = _control_rejections(t.entries)
     if controls:
-        rejected = sum(1 for p in controls if p < stats.ALPHA)
         text += (f"; by the control ({duel.CONTROL} against {FIRST}, the same locks): "
-                 f"{fmt(len(t.entries) * rejected / len(controls), 2)}, its test rejecting "
-                 f"in {rejected} of {len(controls)}")
+                 f"{fmt(len(t.entries) * rejected / controls, 2)}, its test rejecting "
+                 f"in {rejected} of {controls}")
     return text
+
+
+def _control_rejections(found: list[duel.Entry]) -> tuple[int, int]:
+    """How often the negative control's test rejected, of the entries that have one."""
+    controls = [e.control_p for e in found if math.isfinite(e.control_p)]
+    return sum(1 for p in controls if p < stats.ALPHA), len(controls)
 
 
 def glance_predicted(ctx: Context) -> Table | None:
@@ -588,12 +593,11 @@ def _mechanisms(ctx: Context) -> str:
 def _control_caveat(found: list[duel.Entry]) -> str:
     """Where the kind's negative control rejects more often than ALPHA, its claims are
     weaker than their p says."""
-    controls = [e.control_p for e in found if math.isfinite(e.control_p)]
-    rejected = sum(1 for p in controls if p < stats.ALPHA)
-    if not controls or rejected <= stats.ALPHA * len(controls):
+    rejected, controls = _control_rejections(found)
+    if not controls or rejected <= stats.ALPHA * controls:
         return ""
     return (f" (but its test puts {duel.CONTROL} and {FIRST}, which take the same locks, "
-            f"apart in {rejected} of {len(controls)}: these claims are weak)")
+            f"apart in {rejected} of {controls}: these claims are weak)")
 
 
 def _retries_phrase(found: list[duel.Entry]) -> str:
