@@ -111,6 +111,7 @@ class BootRecord:
     reports: tuple[dict, ...]
     damaged: tuple[str, ...]
     steps: tuple[StepOutcome, ...]
+    spinlock: str | None = None  # as the guest's init saw it (protocol.guest_spinlock)
 
     def step(self, step_id: str) -> StepOutcome | None:
         return next((s for s in self.steps if s.step == step_id), None)
@@ -310,4 +311,4 @@ def record_boot(host: HostView, steps: list[plan.Step], directory: Path,
     return BootRecord(directory, status, host.wall_s, host.to_init_s, host.others_cpu_s,
                       tuple(r.as_json() for r in found),
                       tuple(f"{d.name}: {d.reason}" for d in received.damaged),
-                      tuple(outcomes))
+                      tuple(outcomes), protocol.guest_spinlock(console_text))

@@ -20,6 +20,8 @@ import re
 
 MARK = "inode-duel:"
 INIT_STARTED = f"{MARK} init started"
+# "inode-duel: init started, 2 cpus, kernel 6.1.192, spinlock qspinlock"
+INIT_SPINLOCK = re.compile(re.escape(INIT_STARTED) + r".*, spinlock (\S+)")
 PLAN_FINISHED = f"{MARK} plan finished"
 PLAN_FW_CFG = "opt/inode-duel/plan"
 RESULTS_PORT = "inode-duel.results"
@@ -48,6 +50,13 @@ def step_mark(line: str) -> tuple[str, str] | None:
     """(step id, "begin" or "end") if the console line is a step marker."""
     found = STEP_MARK.search(line)
     return (found.group(1), found.group(2)) if found else None
+
+
+def guest_spinlock(console_text: str) -> str | None:
+    """The spinlock the guest's init saw its kernel run (qspinlock or
+    virt_spin_lock); None for a boot that never said (older boots, no init)."""
+    found = INIT_SPINLOCK.search(console_text)
+    return found.group(1) if found else None
 
 
 def disk_devices(filesystems: set[str] | list[str]) -> dict[str, str]:

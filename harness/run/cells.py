@@ -84,8 +84,9 @@ def stall_ns(config: BootConfig, outcome: runner.StepOutcome) -> float | None:
     return longest if longest >= STALL_NS else None
 
 
-def rows_for(cell: Cell, outcome: runner.StepOutcome, reruns: int) -> list[tidy.Row]:
-    """The tidy rows of one measured step."""
+def rows_for(cell: Cell, outcome: runner.StepOutcome, reruns: int,
+             spinlock: str | None = None) -> list[tidy.Row]:
+    """The tidy rows of one measured step; spinlock: the boot's, as its guest saw it."""
     c = cell.config
     status = "stalled" if outcome.status == "ok" and stall_ns(c, outcome) else outcome.status
 
@@ -108,6 +109,8 @@ def rows_for(cell: Cell, outcome: runner.StepOutcome, reruns: int) -> list[tidy.
     for kind, count in sorted(Counter(r["kind"] for r in outcome.reports).items()):
         rows.append(row("all", "", f"reports.{kind}", count, "count"))
     rows.append(row("all", "", "reruns", reruns, "count"))
+    if spinlock:  # 1: the queued spinlock of bare metal; 0: the test-and-set virt_spin_lock
+        rows.append(row("all", "", "guest_qspinlock", int(spinlock == "qspinlock"), ""))
     if outcome.wall_s and outcome.others_cpu_s is not None:
         rows.append(row("all", "", "host_others_cores", outcome.others_cpu_s / outcome.wall_s,
                         "cores"))
@@ -134,7 +137,7 @@ def derive(layout: Layout, cells: list[tuple[Cell, StoredCell]],
                                   order)
         records.append(record)
         for cell, stored in members:
-            rows += rows_for(cell, record.step(stored.step), stored.reruns)
+            rows += rows_for(cell, record.step(stored.step), stored.reruns, record.spinlock)
         if members[0][0].config.flavour in LOCKDEP_FLAVOURS:
             edges += lockorder.edges_of_boot(directory, order)
     return rows, edges, records

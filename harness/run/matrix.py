@@ -199,6 +199,7 @@ def cell_key(image: KernelImage, guest_digest: str, config: BootConfig, workload
     h.update(json.dumps([image.key, guest_digest, config.flavour, config.mode, machine.id,
                          config.cpus, config.repetition, fs, procs]).encode())
     h.update(workload.measured_text.encode())
+    h.update(qemu.cpu_model(machine.accel).encode())  # which spinlock the guest runs
     cmdline = runner.boot_cmdline(config.flavour, config.accel)
     if cmdline:  # other thresholds (or caches that may fail), other reports
         h.update(cmdline.encode())

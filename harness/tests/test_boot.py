@@ -65,6 +65,8 @@ def test_mainline_debug_boot_measures_throughput_and_locks(built, tmp_path):
     assert record.status == "ok", record
     assert record.reports == ()
     assert record.damaged == ()
+    # The guest runs the queued spinlock of bare metal, as its init saw it.
+    assert record.spinlock == "qspinlock"
     for outcome in record.steps:
         assert outcome.status == "ok"
         figures = {(f.phase, f.lock, f.metric): f.value for f in outcome.numbers.figures}

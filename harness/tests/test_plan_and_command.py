@@ -93,6 +93,18 @@ def test_qemu_command_has_the_result_port_disks_and_accelerator(tmp_path):
     assert kvm[kvm.index("-accel") + 1] == "kvm" and "-icount" not in kvm
     assert "noreplace-smp" not in kvm[kvm.index("-append") + 1]
     assert kvm[kvm.index("-smp") + 1] == "4"
+    # Both hide the hypervisor bit: a guest that sees it runs virt_spin_lock.
+    assert cmd[cmd.index("-cpu") + 1] == "max,-hypervisor"
+    assert kvm[kvm.index("-cpu") + 1] == "host,-hypervisor"
+
+
+def test_guest_spinlock_is_read_from_the_init_line():
+    line = "inode-duel: init started, 2 cpus, kernel 6.1.192, spinlock qspinlock\n"
+    assert protocol.guest_spinlock("boot noise\n" + line) == "qspinlock"
+    assert protocol.guest_spinlock(line.replace("qspinlock", "virt_spin_lock")) == \
+        "virt_spin_lock"
+    # A boot made before the init said it: unknown, never guessed.
+    assert protocol.guest_spinlock("inode-duel: init started, 2 cpus, kernel 6.1.192\n") is None
 
 
 def test_one_boot_gives_its_steps_one_kernel_command_line(tmp_path):
