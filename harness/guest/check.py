@@ -2,15 +2,29 @@
 
 Beyond parsing (guest/workloads.py): every binary and data file exists on
 the host with its libraries, every package is installed or installable,
-the program of every command of the run line is in the guest (on its PATH,
-or at the path written), and no script is carried without its interpreter
-(the guest's only shell is busybox sh). Every problem of every workload is
-reported together, each naming its file and line.
+and no script is carried without its interpreter (the guest's only shell is
+busybox sh). Of the run line (guest/runline.py reads it), in the guest:
+
+- every program it would execute, wrappers and what they run included
+  (timeout -s KILL 60 PROG), is on the guest's PATH or at the path written;
+- every script a shell would read (sh FILE, . FILE) is there;
+- an absolute path given to a command is taken for a program that command
+  runs, and must be there, when it lies in a folder the guest runs
+  programs from: a folder of the guest's PATH or of a declared binary. A
+  path elsewhere is data or output (the program's own business, not
+  judged);
+- no word names a declared binary by its host path (bin/prog, the host's
+  absolute path) where the guest has it elsewhere (/usr/local/bin/prog).
+
+Paths the line makes while it runs ({dir}, {tmp}, /tmp, relative ones) are
+left to the boot. Every problem of every workload is reported together,
+each naming its file and line.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import posixpath
 
 from harness.guest import deps, runline
@@ -101,15 +115,56 @@ def run_line_problems(workload: Workload, view: GuestView) -> list[str]:
     where = f"{workload.path}:{workload.line_of('run')}: run"
     command = workload.command(procs=1, cpus=1, fs=workload.filesystems[0], dev="/dev/vda",
                                prefix=f"{HARNESS_DIR}/s01")
-    # A declared binary's own problems are told on its line (binary_problems).
-    declared = {deps.binary_guest_path(item, deps.declared_host_path(workload, "binaries", item))
-                for item in workload.binaries}
+    binaries = _binaries(workload)
     problems = []
-    for program in runline.programs(command):
-        problem = program_problem(view, program, frozenset(declared))
+    for item in runline.named(command):
+        problem = _word_problem(view, item, binaries)
         if problem:
             problems.append(f"{where}: {problem}")
     return problems
+
+
+def _word_problem(view: GuestView, item: runline.Named, binaries: DeclaredBinaries) -> str:
+    spelling = binaries.host_spelling(item.word)
+    if spelling:
+        return spelling
+    if item.role == runline.PROGRAM:
+        return program_problem(view, item.word, binaries.guest_paths)
+    if item.role == runline.SCRIPT:
+        return script_file_problem(view, item.word)
+    return argument_problem(view, item.word, binaries.folders)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeclaredBinaries:
+    """A workload's binaries as the run line may name them: their guest paths,
+    the guest folders they are in, and how binaries spells each (the host's path)."""
+    guest_paths: frozenset[str]
+    folders: frozenset[str]  # with the guest's PATH: where a program is looked for
+    spelled: dict[str, str]  # as written in binaries, and its host path -> guest path
+
+    def host_spelling(self, word: str) -> str:
+        """Why a word that names a declared binary as the host has it is wrong in
+        the guest ("" if it is not such a word)."""
+        guest = self.spelled.get(word)
+        if guest is None or guest == word or "/" not in word:  # a bare name: found on PATH
+            return ""
+        name = posixpath.basename(guest)
+        hint = f"write {name} (it is on the guest's PATH) or {guest}" if \
+            posixpath.dirname(guest) in GUEST_PATH.split(":") else f"write {guest}"
+        return (f"{word} is where binaries takes the program from on the host; the guest "
+                f"has it at {guest}: {hint}")
+
+
+def _binaries(workload: Workload) -> DeclaredBinaries:
+    spelled = {}
+    for item in workload.binaries:
+        host = deps.declared_host_path(workload, "binaries", item)
+        guest = deps.binary_guest_path(item, host)
+        spelled.update({item.value: guest, str(host): guest})
+    guests = frozenset(spelled.values())
+    return DeclaredBinaries(guests, frozenset(GUEST_PATH.split(":")) |
+                            {posixpath.dirname(g) for g in guests}, spelled)
 
 
 def program_problem(view: GuestView, program: str, declared: frozenset[str] = frozenset()) -> str:
@@ -138,3 +193,31 @@ def program_problem(view: GuestView, program: str, declared: frozenset[str] = fr
     if where in declared:
         return ""
     return script_problem(view, where, view.lookup(where) or GuestFile(where, 0, b"", ""))
+
+
+def script_file_problem(view: GuestView, script: str) -> str:
+    """Why a shell could not read its commands from script ("" if it could, or
+    it is made while the line runs)."""
+    if not script.startswith("/") or script.startswith(RUNTIME_PLACES) or \
+            view.lookup(script) is not None:
+        return ""
+    return (f"{script} is not in the guest, and a shell would read its commands from it: "
+            f"declare it in files (an absolute path is kept) or binaries")
+
+
+def argument_problem(view: GuestView, argument: str, folders: frozenset[str]) -> str:
+    """An absolute path given to a command, in a folder the guest runs programs
+    from (its PATH, the folders of declared binaries), is taken for a program
+    that command runs (a wrapper's: wis {tmp} /opt/bench/prog): the guest must
+    have it. Paths elsewhere are data or output, the program's own business."""
+    path = posixpath.normpath(argument)
+    folder = posixpath.dirname(path)
+    if not argument.startswith("/") or folder not in folders or view.lookup(path) is not None:
+        return ""
+    near = difflib.get_close_matches(posixpath.basename(path), [
+        posixpath.basename(p) for p in view.files
+        if posixpath.dirname(p) == folder and executable(view.lookup(p) or view.files[p])], 1)
+    hint = f" (did you mean {folder}/{near[0]}?)" if near else ""
+    return (f"{argument} is not in the guest{hint}: a path in {folder}, where the guest "
+            f"keeps programs, is taken for a program its command runs; declare it in "
+            f"binaries (an absolute path is kept) or packages")

@@ -30,8 +30,10 @@ expression may hold one). Keys:
               `phase NAME OPS COMMAND...` in a run line times COMMAND, brackets
               the lock counts around it and prints its result line (see the
               README): several timed phases from programs that time nothing.
-              check-workloads resolves the program of each command of the
-              line as the guest will: on the guest's PATH (guest/runline.py).
+              check-workloads resolves every program the line would execute
+              (through wrappers such as timeout, env, nice, taskset) as the
+              guest will: on its PATH or at the path written (guest/check.py
+              says which arguments count as programs).
     output    what the step reports (required):
                 result-lines  'result phase=... ops=... elapsed_ns=...' lines
                               (our C programs, and the `phase` helper)

@@ -214,11 +214,116 @@ def test_the_same_name_in_two_folders_is_refused(tmp_path):
     ("stress-ng --dentry 2 --metrics-brief 2>&1 | tail -3", ["stress-ng", "tail"]),
     ("cd / && sbwalk -d /dev/vda /mnt/work", ["sbwalk"]),
     ("if ! ./mine; then exec /opt/x/bin/y -v > out; fi", ["./mine", "/opt/x/bin/y"]),
-    ("sh -c 'fsstress; will-it-scale'", ["sh"]),
+    ("sh -c 'fsstress; will-it-scale'", ["sh", "fsstress", "will-it-scale"]),
     ("echo $(date +%s) `uname -r` $((2 * 3))", ["date", "uname"]),
-    ("$PROG -x; env A=1 -i prog2 arg", ["prog2"]),
-    ("phase -s start -e end create 100 fs_mark -d x", ["fs_mark"]),
+    # env's options come before its assignments: after one, '-i' would be the program.
+    ("$PROG -x; env -i A=1 prog2 arg", ["env", "prog2"]),
+    ("phase -s start -e end create 100 fs_mark -d x", ["phase", "fs_mark"]),
     ("for f in a b; do wc -l $f; done", ["wc"]),
+    ("timeout -s KILL 600 /opt/b/prog -d {dir}", ["timeout", "/opt/b/prog"]),
+    ("timeout --signal=KILL -k5 60s env -u HOME X=1 nice -n 5 taskset -c 0,1 prog",
+     ["timeout", "env", "nice", "taskset", "prog"]),
+    ("nice -10 ionice -c3 stdbuf -oL chrt -f 10 setsid -w time -o /x prog",
+     ["nice", "ionice", "stdbuf", "chrt", "setsid", "time", "prog"]),
+    ("taskset -p 1 123; ionice -p 5; chrt -p 10 7; command -v x", ["taskset", "ionice", "chrt"]),
+    ("exec -a name prog; command prog2; xargs -n 1 -P 4 rm < list", ["prog", "prog2", "xargs",
+                                                                     "rm"]),
+    ("busybox sed -n 1p f; chroot /new prog; eval $CMD", ["busybox", "sed", "chroot"]),
 ])
 def test_the_programs_a_run_line_shows(line, programs):
     assert runline.programs(line) == programs
+
+
+def test_scripts_and_paths_a_run_line_gives_commands():
+    assert runline.named("sh -e /workloads/gate.sh a/b x; . /lib/x.sh; sh -s < in; "
+                         "wis {tmp} /opt/b/prog") == [
+        runline.Named("sh", runline.PROGRAM), runline.Named("/workloads/gate.sh", runline.SCRIPT),
+        runline.Named("a/b", runline.ARGUMENT), runline.Named("/lib/x.sh", runline.SCRIPT),
+        runline.Named("wis", runline.PROGRAM), runline.Named("/opt/b/prog", runline.ARGUMENT)]
+
+
+def test_a_missing_program_behind_a_wrapper_is_named(tmp_path, guest):
+    """The issue's case: only the first word was checked, so a misspelt program
+    behind timeout passed and failed at boot with exit 127."""
+    path = declare(tmp_path, "wrapped", "timeout -s KILL 60 /abs/missing -d {dir}")
+    assert problems(guest, path) == [
+        f"{path}:3: run: /abs/missing is not in the guest: declare it in binaries (an "
+        f"absolute path is kept) or packages"]
+    nested = declare(tmp_path, "nested", "env -i X=1 taskset -c 0 nice -n 5 fsstres -p 2")
+    assert problems(guest, nested) == [
+        f"{nested}:3: run: nice is not on the guest's PATH "
+        f"(/bin:/sbin:/usr/bin:/usr/sbin:/usr/local/bin): the guest is busybox and what the "
+        f"workloads declare; declare it in binaries or packages",
+        f"{nested}:3: run: fsstres is not on the guest's PATH "
+        f"(/bin:/sbin:/usr/bin:/usr/sbin:/usr/local/bin): the guest is busybox and what the "
+        f"workloads declare; declare it in binaries or packages"]
+    inner = declare(tmp_path, "inner", "sh -c 'cd {tmp} && timeout 5 nosuchprog'")
+    assert [p.split(": run: ")[1].split(" is ")[0] for p in problems(guest, inner)] == [
+        "nosuchprog"]
+
+
+def test_a_program_a_wrapper_takes_as_argument_must_be_there(tmp_path, guest, tool):
+    """An absolute path in a folder the guest runs programs from (its PATH, the
+    folders of declared binaries) is taken for a program its command runs."""
+    wrapper = tool.parent / "wis"
+    shutil.copy(tool, wrapper)
+    typo = tool.parent / "mytoool"
+    path = declare(tmp_path, "wis", f"{wrapper} {{tmp}} {typo} -t {{procs}}",
+                   f"binaries = {wrapper} {tool}\n")
+    assert problems(guest, path) == [
+        f"{path}:3: run: {typo} is not in the guest (did you mean {tool}?): a path in "
+        f"{tool.parent}, where the guest keeps programs, is taken for a program its command "
+        f"runs; declare it in binaries (an absolute path is kept) or packages"]
+    right = declare(tmp_path, "wis2", f"{wrapper} {{tmp}} {tool} -t {{procs}}",
+                    f"binaries = {wrapper} {tool}\n")
+    assert problems(guest, right) == []
+    on_path = declare(tmp_path, "wis3", f"{wrapper} {{tmp}} /usr/local/bin/mytool",
+                      f"binaries = {wrapper}\n")
+    assert problems(guest, on_path) == [
+        f"{on_path}:3: run: /usr/local/bin/mytool is not in the guest: a path in "
+        f"/usr/local/bin, where the guest keeps programs, is taken for a program its command "
+        f"runs; declare it in binaries (an absolute path is kept) or packages"]
+
+
+def test_paths_that_are_data_or_made_at_runtime_are_not_judged(tmp_path, guest):
+    """Honest about what the text shows: a path outside the guest's program
+    folders is the program's data or output; {dir}, {tmp} and /tmp are made
+    while the line runs."""
+    path = declare(tmp_path, "data", "cat /etc/nosuch.conf > /opt/out/log; "
+                                     "timeout 5 {tmp}/built-here; /tmp/made-here -o /srv/x; "
+                                     "sh {dir}/script.sh")
+    assert problems(guest, path) == []
+
+
+def test_a_script_the_shell_reads_must_be_there(tmp_path, guest):
+    path = declare(tmp_path, "script", "sh -e /workloads/gate.sh; . /lib/inode-duel.sh")
+    assert problems(guest, path) == [
+        f"{path}:3: run: /workloads/gate.sh is not in the guest, and a shell would read its "
+        f"commands from it: declare it in files (an absolute path is kept) or binaries"]
+
+
+def test_a_binary_named_by_its_host_path_is_told_its_guest_path(tmp_path, guest, tool):
+    (tmp_path / "bin").mkdir()
+    shutil.copy(tool, tmp_path / "bin" / "mytool")
+    relative = declare(tmp_path, "rel", "timeout 60 bin/mytool -x", "binaries = bin/mytool\n")
+    assert problems(guest, relative) == [
+        f"{relative}:3: run: bin/mytool is where binaries takes the program from on the host; "
+        f"the guest has it at /usr/local/bin/mytool: write mytool (it is on the guest's PATH) "
+        f"or /usr/local/bin/mytool"]
+    host = tmp_path / "bin" / "mytool"
+    wrapped = declare(tmp_path, "hostpath", f"mytool {host}", "binaries = bin/mytool\n")
+    assert [p.split(": run: ")[1] for p in problems(guest, wrapped)] == [
+        f"{host} is where binaries takes the program from on the host; the guest has it at "
+        f"/usr/local/bin/mytool: write mytool (it is on the guest's PATH) or "
+        f"/usr/local/bin/mytool"]
+
+
+def test_check_workloads_exits_non_zero_naming_the_file(tmp_path, monkeypatch, capsys):
+    """The command as `make check-workloads` runs it, on a user's folder."""
+    from harness import cli
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    path = declare(folder, "typo", "timeout -s KILL 60 /abs/missing")
+    monkeypatch.setenv("BUILD_DIR", str(tmp_path / "build"))
+    assert cli.main(["check-workloads", "--workloads-dir", str(folder)]) == 1
+    assert f"error: {path}:3: run: /abs/missing is not in the guest" in capsys.readouterr().err
