@@ -162,7 +162,7 @@ def _matched(step: Step, received: channel.Received, window: Window | None,
     timed = _timed_s(step, window)
     phases = []
     for m in workload_output.parse_matches(output_lines(step, received, window), patterns,
-                                           workload.name):
+                                           workload.name, dict(workload.reductions)):
         elapsed = m.elapsed_s
         if elapsed is None and m.ops is not None and m.rate:
             elapsed = m.ops / m.rate

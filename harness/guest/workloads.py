@@ -44,11 +44,13 @@ expression may hold one). Keys:
                               throughput (unless 'ops' names the operations)
     match     a regular expression (Python) tried on every line of stdout and
     match.PHASE   stderr; may be given several times. Named groups: ops
-              (summed over the lines that match), rate (operations per
-              second), elapsed_s, phase (plain 'match' only; else the phase is
-              the workload's name or PHASE); any other group becomes a figure
-              of its own, its unit from 'unit.GROUP' or else from the suffix
-              (_ns _us _ms _s _mb_s). Allowed with output result-lines or
+              (summed over the lines that match, unless reduce.ops says
+              otherwise), rate (operations per second), elapsed_s, phase
+              (plain 'match' only; else the phase is the workload's name or
+              PHASE); any other group becomes a figure of its own, its unit
+              from 'unit.GROUP' or else from the suffix (_ns _us _ms _s
+              _mb_s). A group read from several lines keeps the last line's
+              value unless reduce.GROUP says otherwise. Allowed with output result-lines or
               match. A match key that matches no line makes the step a
               workload-error. With lock-start or lock-end, a key reads the
               lines inside the window (the start and end lines included); a
@@ -60,6 +62,10 @@ expression may hold one). Keys:
               RATE_WINDOW_TOLERANCE.
     unit.GROUP  the unit of the figure a match key's group GROUP reads
               ('unit.max_lat = us')
+    reduce.GROUP  how the values a group reads from several lines (of every
+              match key of the phase) become its one figure: sum, last,
+              min, max or mean (ops: not mean). Default: ops sum, every
+              other group last ('reduce.max_per_task = max')
     ops       output none: the operations of the timed window, a number or a
               product or sum of numbers and {procs}: '2000 * {procs}'
     lock-start  a line containing this text (stdout or stderr) opens the
@@ -124,6 +130,7 @@ from pathlib import Path
 from typing import Iterable
 
 from harness.guest.protocol import FILESYSTEMS, SCRATCH_DIR, WORK_DIR
+from harness.parsers.workload_output import REDUCTIONS
 
 OUTPUTS = ("result-lines", "fio-json", "match", "none")
 PLACEHOLDERS = ("procs", "cpus", "dir", "tmp", "dev", "source", "fs", "prefix")
@@ -195,6 +202,7 @@ class Workload:
     packages: tuple[Declared, ...] = ()
     files: tuple[Declared, ...] = ()
     figure_units: tuple[tuple[str, str], ...] = ()  # (group, unit) from unit.GROUP keys
+    reductions: tuple[tuple[str, str], ...] = ()  # (group, sum|last|min|max|mean): reduce.GROUP
     key_lines: tuple[tuple[str, int], ...] = ()  # (key, line) of the single keys
     shared_inodes: int | None = None  # the inodes all workers share (hot-inode workloads)
     count_boots: bool = False
@@ -289,6 +297,7 @@ class _Lines:
     values: dict[str, tuple[int, str]] = field(default_factory=dict)
     matches: list[Match] = field(default_factory=list)
     units: dict[str, tuple[int, str]] = field(default_factory=dict)  # unit.GROUP
+    reductions: dict[str, tuple[int, str]] = field(default_factory=dict)  # reduce.GROUP
     differences: dict[str, tuple[int, str]] = field(default_factory=dict)  # difference[.PHASE]
     found: list[tuple[int, str]] = field(default_factory=list)  # (line, message)
 
@@ -324,9 +333,9 @@ def _read_line(lines: _Lines, lineno: int, line: str) -> None:
         return
     key, value = (part.strip() for part in line.split("=", 1))
     if key not in SINGLE_KEYS and not _is_match_key(key) and not key.startswith("unit.") \
-            and not _is_difference_key(key):
-        known = sorted(SINGLE_KEYS | {"match", "match.PHASE", "unit.GROUP", "difference",
-                                      "difference.PHASE"})
+            and not key.startswith("reduce.") and not _is_difference_key(key):
+        known = sorted(SINGLE_KEYS | {"match", "match.PHASE", "unit.GROUP", "reduce.GROUP",
+                                      "difference", "difference.PHASE"})
         lines.fail(lineno, f"unknown key {key!r} (known: {', '.join(known)})")
     elif not value:
         lines.fail(lineno, f"{key} has no value")
@@ -336,6 +345,8 @@ def _read_line(lines: _Lines, lineno: int, line: str) -> None:
             lines.matches.append(match)
     elif key.startswith("unit."):
         _figure_unit(lines, key, lineno, value)
+    elif key.startswith("reduce."):
+        _reduction(lines, key, lineno, value)
     elif _is_difference_key(key):
         _difference(lines, key, lineno, value)
     elif key in lines.values:
@@ -389,6 +400,22 @@ def _figure_unit(lines: _Lines, key: str, lineno: int, value: str) -> None:
         lines.units[key] = (lineno, value)
 
 
+def _reduction(lines: _Lines, key: str, lineno: int, value: str) -> None:
+    group = key[len("reduce."):]
+    if key in lines.reductions:
+        lines.fail(lineno, f"{key} given twice (first on line {lines.reductions[key][0]})")
+    elif value not in REDUCTIONS:
+        lines.fail(lineno, f"{key}: {value!r} is not a reduction (known: "
+                           f"{', '.join(REDUCTIONS)})")
+    elif group == "phase":
+        lines.fail(lineno, f"{key}: the group phase names a phase, it has no values to reduce")
+    elif group == "ops" and value == "mean":
+        lines.fail(lineno, f"{key}: ops counts operations, and a mean of counts counts none: "
+                           f"sum, last, min or max")
+    else:
+        lines.reductions[key] = (lineno, value)
+
+
 def _read(path: Path, text: str) -> _Lines:
     lines = _Lines(path)
     for lineno, raw in enumerate(text.splitlines(), 1):
@@ -437,6 +464,11 @@ def _check_output(lines: _Lines) -> str:
         if key[len("unit."):] not in groups:
             lines.fail(unit_line, f"{key}: no match key has a group {key[len('unit.'):]!r} "
                                   f"(figures: {', '.join(sorted(groups)) or 'none'})")
+    read = {g for m in matches for g in m.pattern.groupindex} - {"phase"}
+    for key, (reduce_line, _) in lines.reductions.items():
+        if key[len("reduce."):] not in read:
+            lines.fail(reduce_line, f"{key}: no match key has a group {key[len('reduce.'):]!r} "
+                                    f"(groups: {', '.join(sorted(read)) or 'none'})")
     return output
 
 
@@ -559,6 +591,7 @@ def parse(path: Path, text: str | None = None) -> Workload:
                        for v in lines.get("packages", "")[1].split()),
         files=_check_paths(lines, "files"),
         figure_units=tuple((k[len("unit."):], u) for k, (_, u) in lines.units.items()),
+        reductions=tuple((k[len("reduce."):], r) for k, (_, r) in lines.reductions.items()),
         key_lines=tuple((key, lineno) for key, (lineno, _) in lines.values.items()),
         shared_inodes=_check_shared_inodes(lines),
         count_boots=_check_yes_no(lines, "count-boots", "no"),

@@ -57,7 +57,25 @@ def parse(text: str) -> list[Phase]:
 # -- a program's own output lines, read by the 'match' keys of its declaration
 
 UNITS = (("_ns", "ns"), ("_us", "us"), ("_ms", "ms"), ("_mb_s", "MB/s"), ("_s", "s"))
-SPECIAL_GROUPS = ("phase", "ops", "rate", "elapsed_s")
+
+# How the values a group reads from several lines become one figure (reduce.GROUP).
+REDUCTIONS = {
+    "sum": sum,
+    "last": lambda values: values[-1],
+    "min": min,
+    "max": max,
+    "mean": lambda values: sum(values) / len(values),
+}
+# ops counts the operations of every line (a program printing one count per
+# second, or per worker); any other group keeps the last line's value (a
+# summary printed once, a program's final rate).
+DEFAULT_REDUCTIONS = {"ops": "sum"}
+DEFAULT_REDUCTION = "last"
+
+
+def reduction_of(group: str, chosen: dict[str, str]) -> str:
+    """The reduction of a group: the declaration's reduce.GROUP, else the default."""
+    return chosen.get(group) or DEFAULT_REDUCTIONS.get(group, DEFAULT_REDUCTION)
 
 
 @dataclass(frozen=True)
@@ -71,8 +89,8 @@ class Pattern:
 @dataclass
 class MatchedPhase:
     name: str
-    ops: int | None = None  # summed over the lines
-    rate: float | None = None  # operations per second, the last line's
+    ops: int | None = None  # reduced over the lines (default: summed)
+    rate: float | None = None  # operations per second (default: the last line's)
     elapsed_s: float | None = None
     extra: dict[str, float] = field(default_factory=dict)
 
@@ -109,16 +127,28 @@ def unit_of(group: str) -> str:
     return next((unit for suffix, unit in UNITS if group.endswith(suffix)), "")
 
 
-def _read(phase: MatchedPhase, groups: dict[str, str]) -> None:
-    if "ops" in groups:
-        phase.ops = (phase.ops or 0) + int(groups["ops"])
-    if "rate" in groups:
-        phase.rate = float(groups["rate"])
-    if "elapsed_s" in groups:
-        phase.elapsed_s = float(groups["elapsed_s"])
+def _values(groups: dict[str, str], where: str, line: str) -> dict[str, float]:
+    """A matched line's numbers by group ('phase' is a name, not a number)."""
+    values = {}
     for key, value in groups.items():
-        if key not in SPECIAL_GROUPS:
-            phase.extra[key] = float(value)
+        if key == "phase":
+            continue
+        try:
+            values[key] = int(value) if key == "ops" else float(value)
+        except ValueError as err:
+            raise OutputError(f"{where}: line {line.strip()!r}: {err}") from None
+    return values
+
+
+def _phase(name: str, values: dict[str, list[float]], chosen: dict[str, str]) -> MatchedPhase:
+    reduced = {group: REDUCTIONS[reduction_of(group, chosen)](found)
+               for group, found in values.items()}
+    phase = MatchedPhase(name, rate=reduced.pop("rate", None),
+                         elapsed_s=reduced.pop("elapsed_s", None))
+    if "ops" in reduced:
+        phase.ops = int(reduced.pop("ops"))
+    phase.extra = reduced
+    return phase
 
 
 def _hits(pattern: Pattern, lines: list[Line]) -> list[tuple[Line, re.Match]]:
@@ -137,21 +167,21 @@ def _hits(pattern: Pattern, lines: list[Line]) -> list[tuple[Line, re.Match]]:
                       f"{pattern.regex.pattern!r}")
 
 
-def parse_matches(lines: str | list[Line], patterns: list[Pattern],
-                  default_phase: str) -> list[MatchedPhase]:
-    """Phases from the lines the patterns match, in the order first seen. A pattern
-    that matches no line is an error: its figures were declared, not delivered.
+def parse_matches(lines: str | list[Line], patterns: list[Pattern], default_phase: str,
+                  reductions: dict[str, str] | None = None) -> list[MatchedPhase]:
+    """Phases from the lines the patterns match, in the order first seen; each
+    group's values over the lines reduced as reductions says (group -> sum,
+    last, min, max or mean; reduction_of gives the defaults). A pattern that
+    matches no line is an error: its figures were declared, not delivered.
     Plain text: every line is inside the window."""
     if isinstance(lines, str):
         lines = [Line(text, "inside") for text in lines.splitlines()]
-    phases: dict[str, MatchedPhase] = {}
+    found: dict[str, dict[str, list[float]]] = {}
     for pattern in patterns:
-        for line, found in _hits(pattern, lines):
-            groups = {k: v for k, v in found.groupdict().items() if v is not None}
+        for line, match in _hits(pattern, lines):
+            groups = {k: v for k, v in match.groupdict().items() if v is not None}
             name = pattern.phase or groups.get("phase") or default_phase
-            try:
-                _read(phases.setdefault(name, MatchedPhase(name)), groups)
-            except ValueError as err:
-                raise OutputError(f"{pattern.where}: line {line.text.strip()!r}: {err}") \
-                    from None
-    return list(phases.values())
+            values = found.setdefault(name, {})
+            for group, value in _values(groups, pattern.where, line.text).items():
+                values.setdefault(group, []).append(value)
+    return [_phase(name, values, reductions or {}) for name, values in found.items()]

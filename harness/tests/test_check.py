@@ -174,7 +174,8 @@ def test_every_problem_of_every_file_is_reported(tmp_path, guest):
         f"{tmp_path}/b.wl: missing required key 'output'",
         f"{tmp_path}/b.wl:5: unknown key 'colour' (known: binaries, cmdline, count-boots, "
         f"default, difference, difference.PHASE, files, flavours, fs, lock-end, lock-start, match, match.PHASE, name, ops, "
-        f"output, packages, procs, run, shared-inodes, summary, timeout, unit, unit.GROUP, "
+        f"output, packages, procs, reduce.GROUP, run, shared-inodes, summary, timeout, unit, "
+        f"unit.GROUP, "
         f"windowed)"]
     with pytest.raises(workloads.WorkloadError) as raised:
         workloads.load_all(tmp_path)
