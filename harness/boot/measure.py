@@ -16,6 +16,10 @@ from harness.guest.plan import Step
 from harness.guest.workloads import RATE_WINDOW_TOLERANCE
 
 
+# The metric that says a phase's operations are declared, not read back.
+DECLARED_OPS = "ops_declared"
+
+
 @dataclass(frozen=True)
 class Figure:
     phase: str
@@ -43,6 +47,7 @@ class PhaseOps:
     elapsed_s: float | None
     extra: dict[str, float]
     rate: float | None = None  # ops/s as the program reported it
+    declared: bool = False  # ops is what the workload declares, not what ran
 
     @property
     def throughput(self) -> float | None:
@@ -140,8 +145,7 @@ def _phases(step: Step, received: channel.Received, window: Window | None,
             raise MissingOutput("output = result-lines, but the program printed no "
                                 "'result phase=...' line")
     elif workload.output == "none" and workload.ops:
-        phases.append(PhaseOps(workload.name, workload.ops_for(step.procs),
-                               _timed_s(step, window), {}))
+        phases.append(_declared_operations(step, received, window, notes))
     if workload.matches:
         phases += _matched(step, received, window, notes)
     names = [p.name for p in phases]
@@ -150,6 +154,26 @@ def _phases(step: Step, received: channel.Received, window: Window | None,
         raise MissingOutput(f"phase {twice[0]!r} reported twice (by result lines and a match "
                             f"key?): name the match key's phase otherwise")
     return phases
+
+
+def _declared_operations(step: Step, received: channel.Received, window: Window | None,
+                         notes: list[str]) -> PhaseOps:
+    """output = none with ops: the harness's timing of the operations the
+    workload declares, or, with ops-count, of those its output says ran."""
+    workload = step.workload
+    declared = workload.ops_for(step.procs)
+    timed = _timed_s(step, window)
+    if workload.ops_count is None:
+        notes.append(f"{workload.name}: the throughput is of the {declared} operations "
+                     f"declared (ops), not measured: ops-count would read back how many ran")
+        return PhaseOps(workload.name, declared, timed, {}, declared=True)
+    pattern = workload_output.Pattern(None, workload.ops_count,
+                                      f"{workload.path}:{workload.line_of('ops-count')}")
+    counted = workload_output.count_operations(output_lines(step, received, window), pattern)
+    if counted != declared:
+        notes.append(f"{workload.name}: {declared} operations declared, {counted} counted "
+                     f"(ops-count): the throughput is of those counted")
+    return PhaseOps(workload.name, counted, timed, {})
 
 
 def _matched(step: Step, received: channel.Received, window: Window | None,
@@ -283,6 +307,8 @@ def _phase_figures(step: Step, phase: PhaseOps) -> list[Figure]:
     out = []
     if phase.ops is not None:
         out.append(Figure(phase.name, "", "ops", phase.ops, workload.unit))
+    if phase.declared:  # the report marks the throughput: declared, not measured
+        out.append(Figure(phase.name, "", DECLARED_OPS, phase.ops, workload.unit))
     if phase.elapsed_s is not None:
         out.append(Figure(phase.name, "", "elapsed", phase.elapsed_s, "s"))
     if phase.throughput is not None:

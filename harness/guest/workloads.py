@@ -67,7 +67,17 @@ expression may hold one). Keys:
               min, max or mean (ops: not mean). Default: ops sum, every
               other group last ('reduce.max_per_task = max')
     ops       output none: the operations of the timed window, a number or a
-              product or sum of numbers and {procs}: '2000 * {procs}'
+              product or sum of numbers and {procs}: '2000 * {procs}'. Without
+              ops-count they are declared, not measured, and the step and the
+              report say so
+    ops-count output none with ops: a regular expression on the program's
+              output (the lines that count, as for match) that reads back how
+              many operations ran: with a group ops, the sum of its numbers;
+              with a group id, how many different ids it matched (a program
+              that logs each operation under its own name, maybe over several
+              lines: fsstress -v's '^(?P<id>[0-9]+/[0-9]+): '); with neither, the
+              lines it matched. The throughput is then of the operations
+              counted, and the step notes when they are not those declared
     lock-start  a line containing this text (stdout or stderr) opens the
               timed window and the lock_stat window (default: the command's
               start); the program's stdout is then a terminal, so stdio
@@ -135,10 +145,13 @@ from harness.parsers.workload_output import REDUCTIONS
 OUTPUTS = ("result-lines", "fio-json", "match", "none")
 PLACEHOLDERS = ("procs", "cpus", "dir", "tmp", "dev", "source", "fs", "prefix")
 SINGLE_KEYS = {"name", "summary", "run", "output", "fs", "procs", "windowed", "timeout",
-               "default", "unit", "ops", "lock-start", "lock-end", "binaries", "packages",
-               "files", "shared-inodes", "count-boots", "flavours", "cmdline"}
+               "default", "unit", "ops", "ops-count", "lock-start", "lock-end", "binaries",
+               "packages", "files", "shared-inodes", "count-boots", "flavours", "cmdline"}
 REQUIRED = ("name", "summary", "run", "output", "fs")
 MATCH_GROUPS = {"ops", "rate", "elapsed_s", "phase"}
+# ops-count's groups: numbers of operations (summed), or each operation's own
+# name (counted once however many lines it prints); with neither, one per line.
+OPS_COUNT_GROUPS = ("ops", "id")
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 PHASE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 UNIT_TEXT = re.compile(r"\S+")
@@ -196,6 +209,7 @@ class Workload:
     text: str  # the declaration, for the cell cache key
     matches: tuple[Match, ...] = ()
     ops: str = ""  # output none: the operation count, with placeholders
+    ops_count: re.Pattern | None = None  # output none: reads back how many operations ran
     lock_start: str = ""
     lock_end: str = ""
     binaries: tuple[Declared, ...] = ()
@@ -490,6 +504,29 @@ def _check_ops(lines: _Lines, output: str) -> str:
     return ops
 
 
+def _check_ops_count(lines: _Lines, ops: str) -> re.Pattern | None:
+    lineno, value = lines.get("ops-count", "")
+    if not value:
+        return None
+    if not ops:
+        lines.fail(lineno, "ops-count reads back the operations 'ops' declares: it needs "
+                           "output = none and ops (a program that reports its operations "
+                           "is output = match)")
+        return None
+    try:
+        pattern = re.compile(value)
+    except re.error as err:
+        lines.fail(lineno, f"ops-count: not a regular expression: {err}")
+        return None
+    groups = set(pattern.groupindex)
+    if not groups <= set(OPS_COUNT_GROUPS) or len(groups) > 1:
+        lines.fail(lineno, f"ops-count: one group at most, ops (numbers of operations, "
+                           f"summed) or id (an operation's name, counted once), not "
+                           f"{', '.join(sorted(groups))}")
+        return None
+    return pattern
+
+
 def _check_filesystems(lines: _Lines) -> tuple[str, ...]:
     lineno, value = lines.get("fs", "")
     for fs in value.split():
@@ -586,6 +623,7 @@ def parse(path: Path, text: str | None = None) -> Workload:
         windowed=windowed, timeout_s=_check_timeout(lines),
         default=_check_yes_no(lines, "default", "no"), unit=lines.get("unit", "op")[1],
         path=path, text=text, matches=tuple(lines.matches), ops=_check_ops(lines, output),
+        ops_count=_check_ops_count(lines, lines.get("ops", "")[1]),
         lock_start=lock_start, lock_end=lock_end, binaries=_check_paths(lines, "binaries"),
         packages=tuple(Declared(v, lines.get("packages", "")[0])
                        for v in lines.get("packages", "")[1].split()),

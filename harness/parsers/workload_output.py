@@ -185,3 +185,19 @@ def parse_matches(lines: str | list[Line], patterns: list[Pattern], default_phas
             for group, value in _values(groups, pattern.where, line.text).items():
                 values.setdefault(group, []).append(value)
     return [_phase(name, values, reductions or {}) for name, values in found.items()]
+
+
+def count_operations(lines: list[Line], pattern: Pattern) -> int:
+    """How many operations a program's output says ran (a declaration's
+    ops-count): the sum of the group ops over the lines that count, or the
+    different values of the group id, or else the lines the pattern matches."""
+    hits = _hits(pattern, lines)
+    groups = pattern.regex.groupindex
+    if "ops" in groups:
+        try:
+            return sum(int(m.group("ops")) for _, m in hits if m.group("ops") is not None)
+        except ValueError as err:
+            raise OutputError(f"{pattern.where}: {err}") from None
+    if "id" in groups:
+        return len({m.group("id") for _, m in hits})
+    return len(hits)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from harness import lockorder
 from harness.analysis import duel, evidence, retry_counters, stats
+from harness.boot import measure
 from harness.report import (charts, code_cost, code_cost_section, duel_section,
                            records_section, run_inputs, scaling_section)
 from harness.report.blocks import (Block, Bullets, ChartBlock, ChartRow, Heading,  # noqa: F401
@@ -423,8 +424,16 @@ class ReportBuilder:
         mode = evidence.plain_mode(self.rows)
         debug_cpus = sorted({r.cpus for r in self.rows if r.flavour == "debug"})
         timed_cpus = sorted({r.cpus for r in self.rows if r.flavour == "perf" and r.mode == mode})
+        declared = {evidence.Case(r.workload, r.fs, r.phase) for r in self.rows
+                    if r.metric == measure.DECLARED_OPS}
         for case in evidence.cases(self.rows):
             self.blocks.append(Heading(3, case.label))
+            if case in declared:
+                self.blocks.append(Para(
+                    "**Throughput of declared operations, not measured.** The workload "
+                    "names its operations (`ops`) and reads back none of them from its "
+                    "output (`ops-count`): the throughput and every per-operation figure "
+                    "of this case divide by the count it declares, however many ran."))
             figures = ChartRow()
             series: dict[str, list[tuple[float, float, float, float]]] = {}
             unit = ""
