@@ -7,7 +7,6 @@
             [--executor slurm --slurm-partition P]    ... with every boot a Slurm job
     soak --duration 2h [--kernels ...] ...            random mixes on debug/sanitize kernels
     faults [--duration 2h] [--kernels ...] ...        fault injection, mainline the control
-    kcsan [--budget 18m] [--kernels ...] ...          data races on the kcsan kernels, mainline the control
     report [RUN_DIR] [--baseline K]                   report.md and report.html of a run
     slides [RUN_DIR] [--baseline K]                   slides.pdf of a run
     reference [RUN_DIR] | --check                     publish a run as results/reference
@@ -38,7 +37,7 @@ from harness.guest import check, deps, initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
 from harness.report import charts, document, reference, slides, svg_pages
-from harness.run import compare, faults, finish, kcsan, matrix, nodejob, slurm, soak, tidy
+from harness.run import compare, faults, finish, matrix, nodejob, slurm, soak, tidy
 from harness.layout import default_layout, folder_list, slug
 
 DEFAULT_CPUS = min(2, os.cpu_count() or 1)  # of `boot` without --cs
@@ -287,22 +286,6 @@ def cmd_faults(args) -> int:
     return 0
 
 
-def cmd_kcsan(args) -> int:
-    layout = _layout(args)
-    known = list(workloads.load_all(layout.workloads).values())
-    kernels = (series.expand_names(layout, _split(args.kernels)) if args.kernels
-               else existing_kernels(layout))
-    for kernel in kernels:
-        series.resolve(layout, kernel)
-        lockorder.for_kernel(layout, kernel)
-    budget = soak.parse_duration(args.budget) if args.budget else None
-    cpus = tuple(int(c) for c in _split(args.cpus)) or kcsan.KCSAN_CPUS
-    out = kcsan.kcsan(layout, kernels, known, cpus, args.accel, budget)
-    print((out / "summary.md").read_text(), end="")
-    progress.say(f"kcsan done: {out}")
-    return 0
-
-
 def site_of(args, layout) -> compare.Site:
     """Where the boots run: this machine, or the nodes of a Slurm partition."""
     if args.executor == "local":
@@ -524,19 +507,6 @@ def _add_faults(sub) -> None:
     p.set_defaults(func=cmd_faults)
 
 
-def _add_kcsan(sub) -> None:
-    p = sub.add_parser("kcsan", help="data races on the kcsan kernels, mainline the control")
-    p.add_argument("--kernels", nargs="*", default=[])
-    p.add_argument("--cpus", nargs="*", default=[],
-                   help=f"default: {' '.join(map(str, kcsan.KCSAN_CPUS))}")
-    p.add_argument("--budget",
-                   help="start no boot expected to end past this (e.g. 18m); run again to "
-                        "go on (default: measure everything missing)")
-    p.add_argument("--accel", default="tcg", choices=["tcg", "kvm"])
-    _add_workloads_dir(p)
-    p.set_defaults(func=cmd_kcsan)
-
-
 def _add_report(sub) -> None:
     p = sub.add_parser("report", help="write report.md/report.html of a run folder")
     p.add_argument("run_dir", nargs="?", help="default: results/latest")
@@ -612,7 +582,6 @@ SUBCOMMANDS = (
     _add_compare,
     _add_soak,
     _add_faults,
-    _add_kcsan,
     _add_report,
     _add_slides,
     _add_reference,

@@ -57,12 +57,14 @@ class Layout:
 
     def design_file(self, kernel: str, kind: str) -> Path:
         """A file describing the design a kernel implements (kind: lock-order,
-        lock-scope): its series' (NAME@K: the series' final one), or mainline's
-        in harness/."""
-        name = kernel.split("@", 1)[0]
+        lock-scope): its series' (NAME@K: the series' KIND@K where the point's
+        structures differ from the final ones, else the final one), or mainline's
+        in harness/. `kernel` is a spec (series.spec_of turns a named point into it)."""
+        name, _, point = kernel.partition("@")
         if name == "mainline":
             return self.repo / "harness" / f"mainline.{kind}"
-        return self.series_dir(name) / kind
+        own = self.series_dir(name) / f"{kind}@{point}"
+        return own if point and own.exists() else self.series_dir(name) / kind
 
     @property
     def committed_reference(self) -> Path:
@@ -152,6 +154,11 @@ class Layout:
     def faults(self) -> Path:
         """One folder per make faults seed: its boots and summary."""
         return self.results / "faults"
+
+    @property
+    def kcsan(self) -> Path:
+        """make kcsan: its boots and summary (one folder: cells keep what is measured)."""
+        return self.results / "kcsan"
 
     def bisect_dir(self, kernel: str, key: str) -> Path:
         """The smoke boot of one bisection point."""

@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.kernels import series
 from harness.layout import Layout
 from harness.parsers import lockdep_graph
 from harness.parsers.lockstat import LockClass
@@ -201,7 +202,7 @@ def parse(path: Path) -> LockOrder:
 
 
 def for_kernel(layout: Layout, kernel: str) -> LockOrder:
-    path = layout.design_file(kernel, "lock-order")
+    path = layout.design_file(series.spec_of(kernel), "lock-order")
     if not path.exists():
         raise LockOrderError(f"{path} is missing: every series ships its lock-order")
     return parse(path)

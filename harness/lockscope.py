@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.kernels import series
 from harness.layout import Layout
 from harness.lockorder import ROLES
 
@@ -127,7 +128,7 @@ def parse(path: Path) -> LockScope:
 
 
 def load_for(layout: Layout, kernel: str) -> LockScope:
-    path = layout.design_file(kernel, "lock-scope")
+    path = layout.design_file(series.spec_of(kernel), "lock-scope")
     if not path.exists():
         raise LockScopeError(f"{path} is missing: every series ships its lock-scope")
     return parse(path)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.kernels import series
+
 # Kinds, in the order the report lists them: what one increment means.
 # The kinds' names are those of the tidy rows' units (boot/measure.py: a counter's
 # rows have unit "trylock-retry", per op "trylock-retry per open").
@@ -109,7 +111,8 @@ COUNTERS = {c.name: c for c in [
 def describe(name: str, kernel: str) -> Counter:
     """The counter of that name, or an uncatalogued one named as such. bisection points
     (NAME@K) and kernels of the same series share their counters."""
+    owner = series.spec_of(kernel).split("@")[0]
     known = COUNTERS.get(name)
-    if known is not None and known.series == kernel.split("@")[0]:
+    if known is not None and known.series == owner:
         return known
-    return Counter(name, kernel.split("@")[0], "unknown", KINDS["unknown"])
+    return Counter(name, owner, "unknown", KINDS["unknown"])

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from harness import lockorder
 from harness.analysis import rerun
+from harness.kernels import series
 from harness.layout import Layout
 
 LOCK_ORDER_DIR = "lock-order"
@@ -55,7 +56,8 @@ def lock_order(layout: Layout, run_dir: Path, kernel: str,
         if copy.is_file():
             return LockOrderSource(kernel, copy, f"{LOCK_ORDER_DIR}/{copy.name} of this run",
                                    True, lockorder.parse(copy))
-    path = layout.repo / recorded if recorded else layout.design_file(kernel, "lock-order")
+    path = layout.repo / recorded if recorded else layout.design_file(series.spec_of(kernel),
+                                                                      "lock-order")
     shown = str(path.relative_to(layout.repo)) if path.is_relative_to(layout.repo) else str(path)
     order = lockorder.parse(path) if path.is_file() else None
     return LockOrderSource(kernel, path, f"{shown} of today's checkout", False, order)

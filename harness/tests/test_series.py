@@ -53,3 +53,23 @@ def test_failed_patch_names_series_patch_and_hunk(layout):
     status = subprocess.run(["git", "-C", str(layout.src), "status", "--porcelain"],
                             capture_output=True, text=True).stdout
     assert status == ""
+
+
+def test_the_historical_pair_is_named_and_carries_its_own_structures():
+    from harness import lockscope
+    from harness.layout import default_layout
+    layout = default_layout()
+    dave = series.resolve(layout, "chinner-2.6.39")
+    nick = series.resolve(layout, "piggin-2010")
+    assert dave.name == "chinner-2.6.39"
+    assert [p.path.name for p in dave.patches] == [
+        p.path.name for p in series.resolve(layout, "chinner@7").patches]
+    names = [p.path.name for p in nick.patches]
+    assert not any(n.startswith(("0011-", "0012-", "0013-")) and "piggin" in str(p.path)
+                   for n, p in zip(names, nick.patches))
+    # Dave's 2.6.39 kernel keeps 6.1's global hash and per-sb list; Nick's has his own.
+    assert lockscope.load_for(layout, "chinner-2.6.39").roles["hash"].scope == "global"
+    assert lockscope.load_for(layout, "chinner").roles["hash"].scope == "per-bucket"
+    assert lockscope.load_for(layout, "piggin-2010").roles["hash"].scope == "per-bucket"
+    with pytest.raises(series.SeriesError, match="chinner-2.6.39"):
+        series.resolve(layout, "dave")
