@@ -59,6 +59,9 @@ class Machine:
     memory_remote_ns: float
     sources: tuple[str, ...]
     note: str = ""
+    # kappa of queueing.Costs: fitted on the calibration anchors (anchors.py), never
+    # a published latency; 0 until a calibration sets it.
+    contended_factor: float = 0.0
 
     @property
     def ns_per_insn(self) -> float:
@@ -76,7 +79,7 @@ class Machine:
                 + self.memory_remote_ns * (1 - 1 / self.sockets))
 
     def at(self, cpus: int) -> Costs:
-        return Costs(self.transfer_ns, self.memory_ns)
+        return Costs(self.transfer_ns, self.memory_ns, self.contended_factor)
 
     def describe(self) -> str:
         return (f"{self.name}: t {self.transfer_local_ns:g} ns in a socket"

@@ -98,6 +98,31 @@ class Costs:
     """What one cache line costs at some CPU count of the target machine."""
     transfer_ns: float  # t: a line another CPU wrote last
     memory_ns: float = 0.0  # m: a line nobody touched for a long time
+    # kappa: a lock-word transfer of a contended hand-off costs (1 + kappa) t, the
+    # line being wanted by the waiters and the arrivals at once (fitted on one
+    # calibration family: anchors.py; 0 is the idle-fabric transfer).
+    contended_factor: float = 0.0
+
+
+# The lock-word line transfers on the path from one holder to the next, with j
+# CPUs at the instance (the holder and j - 1 waiters):
+#   qspinlock, j = 2: the waiter spins on the pending bit; the release hands it
+#     the line once and its clear_pending_set_locked() finds it exclusive.
+#   qspinlock, j >= 3: the head of the MCS queue reads the released word (1),
+#     then, holding the lock, reads its node's next pointer, which the
+#     successor wrote when it queued (1), and writes the successor's node,
+#     on which the successor spins (1) (kernel/locking/qspinlock.c, after
+#     "locked:"); a store, but the section's first atomic or the release must
+#     wait for it to drain.
+#   bit lock: every waiter polls the word and races for it with an atomic,
+#     so a hand-off moves it once per waiter (Boyd-Wickizer et al., 2012).
+MCS_HANDOFF_TRANSFERS = 3
+
+
+def handoff_transfers(kind: str, present: int) -> int:
+    if kind == "bitlock":
+        return present - 1
+    return 1 if present == 2 else MCS_HANDOFF_TRANSFERS
 
 
 class CostModel(Protocol):
@@ -109,9 +134,10 @@ class FixedCosts:
     """The same t and m at every CPU count (a --handoff-ns of the command line)."""
     transfer_ns: float
     memory_ns: float = 0.0
+    contended_factor: float = 0.0
 
     def at(self, cpus: int) -> Costs:
-        return Costs(self.transfer_ns, self.memory_ns)
+        return Costs(self.transfer_ns, self.memory_ns, self.contended_factor)
 
 
 @dataclass(frozen=True)
@@ -144,7 +170,7 @@ class Lock:
         base = self.fixed_ns(costs) + nested_ns
         if present <= 1:
             return base + (1 - 1 / cpus) * costs.transfer_ns * (1 + self.lines_from_previous)
-        handoff = present - 1 if self.kind == "bitlock" else 1
+        handoff = handoff_transfers(self.kind, present) * (1 + costs.contended_factor)
         return base + costs.transfer_ns * (handoff + self.lines_from_previous
                                            + self.lockword_written)
 
@@ -209,6 +235,15 @@ class Profile:
         """The share of `lock`'s acquisitions made inside another lock of the profile."""
         present = any(o.name == lock.inside and o.acquisitions_per_op > 0 for o in self.locks)
         return lock.inside_share if lock.inside and present else 0.0
+
+    def queued_cap(self, cpus: int, costs: Costs) -> float:
+        """The lowest 1 / (A S) over the queued spinlocks with an MCS queue at each
+        instance: where a lock levels off once its hand-offs pass through the queue
+        (ops/s; inf without one)."""
+        caps = [self.instances(lock) / (lock.acquisitions_per_op * lock.service_ns(
+            min(cpus, MCS_HANDOFF_TRANSFERS), cpus, costs) * NS)
+            for lock in self.queued if lock.kind == "qspinlock"]
+        return min(caps, default=math.inf)
 
     def busiest(self, cpus: int, costs: Costs) -> tuple[str, float]:
         """The lock whose instance demand is largest, and 1 / its A S(1)."""
@@ -406,8 +441,15 @@ def violations(prediction: Prediction, rel: float = 1e-9) -> list[str]:
     out = []
     previous, previous_cap = 0.0, math.inf
     for point in prediction.points:
-        name, cap = prediction.profile.busiest(point.cpus, prediction.costs.at(point.cpus))
-        slower_lock = bool(name) and cap < previous_cap * (1 - MONOTONE_TOLERANCE)
+        costs = prediction.costs.at(point.cpus)
+        name, cap = prediction.profile.busiest(point.cpus, costs)
+        # A queued spinlock's hand-off costs more once an MCS queue forms (three
+        # lock-word transfers, not one): throughput may settle from the pending-bit
+        # regime down to that queue's 1 / (A S), not below it.
+        settling = point.ops_per_s >= prediction.profile.queued_cap(point.cpus, costs) * (
+            1 - MONOTONE_TOLERANCE)
+        slower_lock = bool(name) and (cap < previous_cap * (1 - MONOTONE_TOLERANCE)
+                                      or settling)
         if point.ops_per_s < previous * (1 - MONOTONE_TOLERANCE) and not slower_lock:
             out.append(f"throughput falls from {previous:.6g} to {point.ops_per_s:.6g} "
                        f"at {point.cpus} CPUs")

@@ -190,11 +190,26 @@ def test_bit_lock_collapses_where_a_queued_lock_levels_off():
     locks = lambda kind: Profile(2000.0, (Lock("l", 1.0, 100.0, kind=kind),))  # noqa: E731
     queued = queueing.solve(locks("qspinlock"), 128, 100.0)
     bit = queueing.solve(locks("bitlock"), 128, 100.0)
-    # Both saturate near 1 / (H + t); the bit lock then loses throughput with every CPU.
-    assert queued.at(128).ops_per_s == pytest.approx(1 / 200e-9, rel=0.02)
+    # The queued lock levels off at 1 / (H + 3 t), an MCS queue's hand-off; the bit
+    # lock loses throughput with every CPU.
+    assert queued.at(128).ops_per_s == pytest.approx(
+        1 / ((100 + queueing.MCS_HANDOFF_TRANSFERS * 100) * 1e-9), rel=0.02)
     assert bit.at(128).ops_per_s < 0.5 * max(p.ops_per_s for p in bit.points)
     assert queueing.violations(queued) == []
     assert any("falls" in v for v in queueing.violations(bit))
+
+
+def test_a_contended_hand_off_costs_more_only_when_contended():
+    lock = Lock("l", 1.0, 100.0, lines_from_previous=1.0)
+    idle, loaded = Costs(100.0, 0.0), Costs(100.0, 0.0, contended_factor=2.0)
+    # Found free, or handed to the one pending waiter: kappa changes nothing for j = 1.
+    assert lock.service_ns(1, 8, loaded) == lock.service_ns(1, 8, idle)
+    assert lock.service_ns(2, 8, loaded) == 100 + 100 * (1 + 3 * 1)
+    # An MCS queue: three lock-word transfers, each (1 + kappa) t.
+    assert lock.service_ns(5, 8, idle) == 100 + 100 * (1 + 3)
+    assert lock.service_ns(5, 8, loaded) == 100 + 100 * (1 + 3 * 3)
+    bit = Lock("b", 1.0, 100.0, kind="bitlock")
+    assert bit.service_ns(5, 8, loaded) == 100 + 100 * 4 * 3
 
 
 def test_buckets_spread_the_demand():
