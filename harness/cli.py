@@ -1,8 +1,8 @@
 """python3 -m harness: the command line.
 
     parse lockstat|reports|lockdep|fio|records FILE   JSON on stdout
-    build [--flavour F] KERNEL...                     build (or find) kernel images
-    boot KERNEL [--flavour F] [--cpus N] ...          one boot, workloads of your choice
+    build [--flavours F...] KERNEL...                 build (or find) kernel images
+    boot KERNEL [--flavours F...] [--cpus N...] ...   boots of one kernel, workloads of your choice
     compare [--kernels ...] [--cpus ...] ...          the measurement matrix, then its report
             [--executor slurm --slurm-partition P]    ... with every boot a Slurm job
     soak --duration 2h [--kernels ...] ...            random mixes on debug/sanitize kernels
@@ -41,6 +41,7 @@ from harness.run import compare, faults, finish, matrix, nodejob, slurm, soak, t
 from harness.layout import default_layout, folder_list, slug
 
 DEFAULT_CPUS = min(2, os.cpu_count() or 1)  # of `boot` without --cs
+BOOT_FLAVOUR = "debug"  # of `boot`: exact lock counts, lockdep
 
 
 def _read(path: str) -> str:
@@ -69,7 +70,7 @@ def cmd_build(args) -> int:
     layout = default_layout()
     names = (series.expand_names(layout, _split(args.kernels)) if args.kernels
              else existing_kernels(layout))
-    todo = [(k, f) for k in names for f in args.flavour]
+    todo = [(k, f) for k in names for f in args.flavours or kbuild.DEFAULT_FLAVOURS]
     for i, (kernel, flavour) in enumerate(todo, 1):
         progress.say(f"kernel {i}/{len(todo)}: {kernel}/{flavour}")
         image = kbuild.build(layout, kernel, flavour)
@@ -113,41 +114,68 @@ def _layout(args):
 
 
 def cmd_boot(args) -> int:
-    """One boot of one kernel with chosen workloads; prints the boot's record.
-    Workloads that declare kernel parameters boot apart (a folder each)."""
+    """Boots of one kernel with chosen workloads, one per flavour and vCPU count;
+    prints each boot's record. Workloads that declare kernel parameters boot
+    apart (a folder each)."""
     layout = _layout(args)
     known = workloads.load_all(layout.workloads)
     chosen = workloads.select(known, " ".join(args.workloads))
     order = lockorder.for_kernel(layout, args.kernel)
-    if args.cs:  # the perf kernel with the critical-section plugin: 1 vCPU under -icount,
-        # or --cpus N round robin (mode tcg-cs-rr: failed trylocks and their retries)
-        args.cpus = args.cpus or 1
-        args.flavour, args.icount = "perf", args.cpus == 1
-    args.cpus = args.cpus or DEFAULT_CPUS
-    image = (tcg_cs.build_image(layout, args.kernel) if args.cs
-             else kbuild.build(layout, args.kernel, args.flavour,
-                               build_missing=not args.no_build))
+    # --cs: the perf kernel with the critical-section plugin: 1 vCPU under -icount,
+    # or --cpus N round robin (mode tcg-cs-rr: failed trylocks and their retries).
+    flavours = ["perf"] if args.cs else list(dict.fromkeys(args.flavours or [BOOT_FLAVOUR]))
+    cpu_counts = [int(c) for c in _split(args.cpus)] or [1 if args.cs else DEFAULT_CPUS]
     files = initramfs.prepare(layout, chosen)
-    items = [(w, fs, p) for w in chosen for fs in (args.fs or w.filesystems)
-             for p in ([args.procs] if args.procs else w.procs_for(args.cpus))]
-    out = Path(args.out) if args.out else layout.boot_dir(
-        f"{time.strftime('%Y%m%d-%H%M%S')}-{slug(args.kernel)}-{args.flavour}-"
-        f"{tcg_cs.mode_of(args.cpus) if args.cs else 'manual'}")
+    stamp = time.strftime('%Y%m%d-%H%M%S')
     status = 0
-    for cmdline, group in plan.by_cmdline(items).items():
-        folder = out.with_name(f"{out.name}-{plan.cmdline_slug(cmdline)}") if cmdline else out
-        status |= _boot_once(args, layout, image, files, order, plan.make_steps(group), folder)
+    for flavour in flavours:
+        image = (tcg_cs.build_image(layout, args.kernel) if args.cs
+                 else kbuild.build(layout, args.kernel, flavour,
+                                   build_missing=not args.no_build))
+        for cpus in cpu_counts:
+            boot = BootChoice(flavour, cpus, cpus == 1 if args.cs else args.icount)
+            items = [(w, fs, p) for w in chosen for fs in (args.fs or w.filesystems)
+                     for p in ([args.procs] if args.procs else w.procs_for(cpus))]
+            for warning in workloads.oversubscribed(
+                    ((w, p, cpus) for w, _, p in items),
+                    f"--procs {args.procs}" if args.procs else ""):
+                progress.say(f"warning: {warning}")
+            out = _boot_folder(args, layout, stamp, boot, len(flavours) * len(cpu_counts) > 1)
+            for cmdline, group in plan.by_cmdline(items).items():
+                folder = out.with_name(f"{out.name}-{plan.cmdline_slug(cmdline)}") \
+                    if cmdline else out
+                status |= _boot_once(args, boot, layout, image, files, order,
+                                     plan.make_steps(group), folder)
     return status
 
 
-def _boot_once(args, layout, image: kbuild.KernelImage, files: initramfs.GuestFiles,
-               order: lockorder.LockOrder, steps: list[plan.Step], out: Path) -> int:
-    machine = (tcg_cs.machine(layout, image, out, order, args.cpus) if args.cs
-               else qemu.Machine(args.accel, args.cpus, icount=args.icount,
-                                 poll_idle=args.icount))
+@dataclasses.dataclass(frozen=True)
+class BootChoice:
+    """What one boot of `harness boot` runs: a flavour, a vCPU count, -icount or not."""
+    flavour: str
+    cpus: int
+    icount: bool
+
+
+def _boot_folder(args, layout, stamp: str, boot: BootChoice, several: bool) -> Path:
+    """--out, or a folder under results/boots/; with several boots, one each."""
+    if args.out:
+        out = Path(args.out)
+        return out.with_name(f"{out.name}-{boot.flavour}-c{boot.cpus}") if several else out
+    mode = tcg_cs.mode_of(boot.cpus) if args.cs else "manual"
+    return layout.boot_dir(f"{stamp}-{slug(args.kernel)}-{boot.flavour}-{mode}"
+                           + (f"-c{boot.cpus}" if several else ""))
+
+
+def _boot_once(args, boot: BootChoice, layout, image: kbuild.KernelImage,
+               files: initramfs.GuestFiles, order: lockorder.LockOrder,
+               steps: list[plan.Step], out: Path) -> int:
+    machine = (tcg_cs.machine(layout, image, out, order, boot.cpus) if args.cs
+               else qemu.Machine(args.accel, boot.cpus, icount=boot.icount,
+                                 poll_idle=boot.icount))
     cmdline = plan.kernel_cmdline(steps)
-    progress.say(f"booting {args.kernel}/{args.flavour} on {args.cpus} vCPUs "
-                 f"({args.accel}{', icount' if args.icount else ''}"
+    progress.say(f"booting {args.kernel}/{boot.flavour} on {boot.cpus} vCPUs "
+                 f"({args.accel}{', icount' if boot.icount else ''}"
                  f"{', ' + cmdline if cmdline else ''}): {len(steps)} steps, folder {out}")
     record = runner.run_boot(image, files, machine, steps, out, "manual boot", order,
                              timeout_s=args.timeout,
@@ -156,7 +184,7 @@ def _boot_once(args, layout, image: kbuild.KernelImage, files: initramfs.GuestFi
     summary = boot_summary(record)
     summary["image"] = str(image.directory)
     violations = []
-    if args.flavour in kbuild.LOCKDEP_FLAVOURS:
+    if boot.flavour in kbuild.LOCKDEP_FLAVOURS:
         edges = lockorder.edges_of_boot(out, order)
         violations = order.violations(edges)
         summary["lock_order"] = {"file": str(order.path.relative_to(layout.repo)),
@@ -231,6 +259,8 @@ def cmd_compare(args) -> int:
     wanted = matrix.Matrix(kernels=kernels, cpus=cpus, workloads=chosen,
                            differences_elsewhere=workloads.differences_elsewhere(known, chosen),
                            **knobs)
+    for warning in wanted.oversubscribed(args.accel or "tcg", os.cpu_count() or 1):
+        progress.say(f"warning: {warning}")
     progress.say(f"compare: kernels {' '.join(kernels)}; vCPUs {' '.join(map(str, cpus))}; "
                  f"workloads {' '.join(w.name for w in chosen)}; repeat {wanted.repeat}; "
                  f"run folder {run_dir}")
@@ -390,6 +420,16 @@ def _add_workloads_dir(p) -> None:
                         "WORKLOADS_DIR=DIR")
 
 
+def _add_flavours(p, default: str) -> None:
+    """--flavours F..., the one spelling of build, boot and compare; --flavour F
+    (repeatable) its older spelling."""
+    p.add_argument("--flavours", nargs="+", action="extend", choices=kbuild.FLAVOURS,
+                   metavar="FLAVOUR", help=f"kernel flavours: {', '.join(kbuild.FLAVOURS)} "
+                                           f"({default})")
+    p.add_argument("--flavour", dest="flavours", action="append", choices=kbuild.FLAVOURS,
+                   help="the older spelling: one flavour, repeatable")
+
+
 def _add_image_options(p) -> None:
     p.add_argument("--images", metavar="DIR",
                    help="kernel images from DIR (another build folder's images/, a shared "
@@ -413,20 +453,27 @@ def _add_build(sub) -> None:
     p = sub.add_parser("build", help="build kernel images (cached)")
     p.add_argument("kernels", nargs="*",
                    help="mainline, base, chinner, piggin, NAME@K, NAME@* (default: all that exist)")
-    p.add_argument("--flavour", action="append", choices=kbuild.FLAVOURS)
+    _add_flavours(p, f"default: {' '.join(kbuild.DEFAULT_FLAVOURS)}")
     p.set_defaults(func=cmd_build)
 
 
 def _add_boot(sub) -> None:
     p = sub.add_parser("boot", help="boot one kernel and run workloads")
     p.add_argument("kernel")
-    p.add_argument("--flavour", default="debug", choices=kbuild.FLAVOURS)
-    p.add_argument("--cpus", type=int,
-                   help=f"vCPUs (default {DEFAULT_CPUS}; with --cs 1, or N round robin)")
-    p.add_argument("--procs", type=int, help="worker processes (default: the workload's)")
-    p.add_argument("--fs", action="append", choices=protocol.FILESYSTEMS)
-    p.add_argument("--workloads", nargs="*", default=["default"])
-    p.add_argument("--accel", default="tcg", choices=["tcg", "kvm"])
+    _add_flavours(p, f"a boot each (default: {BOOT_FLAVOUR})")
+    p.add_argument("--cpus", nargs="*", default=[],
+                   help=f"vCPUs, a boot each (default {DEFAULT_CPUS}; with --cs 1, or N round "
+                        f"robin)")
+    p.add_argument("--procs", type=int,
+                   help="worker processes of every step: overrides every chosen workload's "
+                        "own procs (default: each workload's)")
+    p.add_argument("--fs", action="append", choices=protocol.FILESYSTEMS,
+                   help="filesystem (repeatable): overrides every chosen workload's own fs "
+                        "(default: each workload's)")
+    p.add_argument("--workloads", nargs="*", default=["default"],
+                   help="default, all or names (default: default)")
+    p.add_argument("--accel", default="tcg", choices=["tcg", "kvm"],
+                   help="accelerator (default tcg; compare probes KVM unless given)")
     p.add_argument("--icount", action="store_true")
     p.add_argument("--cs", action="store_true",
                    help="critical sections: the perf kernel with the tcg-cs plugin "
@@ -456,7 +503,7 @@ def _add_compare(sub) -> None:
     p.add_argument("--order-seed", type=int,
                    help="seed of the kernels' order in each round of timed boots "
                         "(default: a new one, kept in the manifest)")
-    p.add_argument("--flavours", nargs="*", default=[])
+    _add_flavours(p, f"default: {' '.join(kbuild.DEFAULT_FLAVOURS)}")
     p.add_argument("--count-cpus", nargs="*", default=[],
                    help="vCPUs of the debug-only count boots of the workloads with "
                         f"count-boots = yes (default: {' '.join(map(str, matrix.COUNT_CPUS))}; "
@@ -467,7 +514,7 @@ def _add_compare(sub) -> None:
     p.add_argument("--accel", choices=["tcg", "kvm"], help="skip the KVM probe")
     p.add_argument("--run-dir")
     p.add_argument("--baseline", help="kernel the others are compared to (default: mainline)")
-    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("-v", "--verbose", action="store_true", help="echo the console")
     _add_image_options(p)
     p.add_argument("--executor", choices=["local", "slurm"], default="local",
                    help="boot here, or as Slurm jobs (run/slurm.py)")
@@ -617,8 +664,6 @@ def _terminated(signum, frame) -> None:
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminated)
     args = build_parser().parse_args(argv)
-    if getattr(args, "flavour", None) is None and args.command == "build":
-        args.flavour = list(kbuild.DEFAULT_FLAVOURS)
     try:
         return args.func(args)
     except ERRORS as err:

@@ -692,6 +692,26 @@ def load_all(folders: Path | Iterable[Path]) -> dict[str, Workload]:
     return workloads
 
 
+def oversubscribed(runs: Iterable[tuple[Workload, int, int]], override: str = "") -> list[str]:
+    """One warning per workload whose steps run more processes than their boot has
+    vCPUs; runs: (workload, procs, vCPUs) of every step planned. override: the
+    command-line option that set procs instead of the declarations ('--procs 4')."""
+    found: dict[str, tuple[Workload, dict[int, set[int]]]] = {}
+    for workload, procs, cpus in runs:
+        if procs > cpus:
+            found.setdefault(workload.name, (workload, {}))[1].setdefault(procs, set()).add(cpus)
+    warnings = []
+    for workload, counts in found.values():
+        pairs = "; ".join(f"{procs} at {' and '.join(map(str, sorted(cpus)))} vCPU"
+                          f"{'s' if max(cpus) > 1 else ''}" for procs, cpus in sorted(counts.items()))
+        where = override or f"procs of {workload.path}:{workload.line_of('procs')}"
+        warnings.append(
+            f"{workload.name} runs more processes than its boot has vCPUs ({pairs}; {where}): "
+            f"they take turns on the vCPUs, so those steps time the guest's scheduler as "
+            f"much as the workload; 'N<=cpus' in procs runs N only where it fits")
+    return warnings
+
+
 def differences_elsewhere(known: dict[str, Workload], chosen: list[Workload]
                           ) -> dict[str, list[str]]:
     """The design differences that workloads in reach declare and no chosen one does:

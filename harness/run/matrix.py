@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from harness import host
 from harness.boot import qemu, runner, tcg_cs
 from harness.guest import plan
-from harness.guest.workloads import Workload
+from harness.guest.workloads import Workload, oversubscribed
 from harness.kernels.kbuild import DEFAULT_FLAVOURS, KernelImage
 from harness.layout import slug
 
@@ -146,6 +146,13 @@ class Matrix:
                     configs += [BootConfig(k, "perf", boot_mode(accel, c, cores), c, rep)
                                 for k in kernels]
         return configs
+
+    def oversubscribed(self, accel: str, cores: int) -> list[str]:
+        """A warning per workload whose steps would run more processes than their
+        boot has vCPUs (workloads.oversubscribed)."""
+        return oversubscribed((w, procs, config.cpus) for config in self.boots(accel, cores)
+                              for w in self.workloads_for(config)
+                              for procs in w.procs_for(config.cpus))
 
     def workloads_for(self, config: BootConfig) -> list[Workload]:
         """The workloads a boot configuration runs: their flavours, and only those
