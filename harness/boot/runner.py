@@ -184,7 +184,7 @@ SLOW_GUEST_DETECTORS = ("rcupdate.rcu_cpu_stall_timeout=300", "watchdog_thresh=6
                         "sysctl.kernel.hung_task_timeout_secs=600")
 
 
-SLOW_FLAVOURS = ("sanitize", "faults")  # KASAN kernels
+SLOW_FLAVOURS = ("sanitize", "faults", "kcsan")  # KASAN and KCSAN kernels
 
 
 def detector_cmdline(flavour: str, accel: str) -> str:

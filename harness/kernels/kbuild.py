@@ -26,7 +26,7 @@ from harness import procgroup, progress
 from harness.kernels import series, source
 from harness.layout import REPO_ROOT, Layout
 
-FLAVOURS = ("perf", "debug", "sanitize", "faults")
+FLAVOURS = ("perf", "debug", "sanitize", "faults", "kcsan")
 DEFAULT_FLAVOURS = ("perf", "debug")  # sanitize is slow to build and boot: asked for by name
 LOCKDEP_FLAVOURS = ("debug", "sanitize", "faults")  # boots whose /proc/lockdep is dumped
 # A flavour that extends another: its fragment is applied after the other's.
@@ -68,6 +68,11 @@ class KernelImage:
     @property
     def config(self) -> Path:
         return self.directory / "config"
+
+    @property
+    def vmlinux(self) -> Path:
+        """The ELF with debug information, kept only for flavours built with it (kcsan)."""
+        return self.directory / "vmlinux"
 
     @property
     def meta(self) -> dict:
@@ -173,6 +178,10 @@ def config_problems(fragment_paths: list[Path], dotconfig: str) -> list[ConfigPr
             if got != value:
                 problems.append(ConfigProblem(path, lineno, f"{option}={value}", got))
     return problems
+
+
+def has_debug_info(dotconfig: str) -> bool:
+    return re.search(r"^CONFIG_DEBUG_INFO=y$", dotconfig, re.M) is not None
 
 
 def is_built(image: KernelImage) -> bool:
@@ -406,6 +415,10 @@ def _build_locked(layout: Layout, info: source.SourceInfo, kernel: series.Kernel
     shutil.copy2(obj / "arch/x86/boot/bzImage", staging / "bzImage")
     shutil.copy2(obj / ".config", staging / "config")
     shutil.copy2(obj / "System.map", staging / "System.map")
+    if has_debug_info((obj / ".config").read_text()):
+        # Its line tables turn a report's frames into file:line (kcsan_origin.py);
+        # the object folder's copy is overwritten by the next kernel's build.
+        shutil.copy2(obj / "vmlinux", staging / "vmlinux")
     duration = time.monotonic() - started
     meta = dict(image_meta(kernel.name, flavour, image.key, info, commit, built),
                 build_seconds=round(duration, 1),
