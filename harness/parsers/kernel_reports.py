@@ -39,6 +39,8 @@ title across runs and kernels:
                      BUG: kernel NULL pointer dereference, general protection
                      fault, Oops:, BUG: KASAN: ...
     panic            Kernel panic - not syncing: REASON
+    data-race        BUG: KCSAN: data-race in A / B  (assert: race too;
+                     parsers/kcsan.py reads both accesses)
 
 FUNC in a title is chosen as syzkaller's pkg/report/linux.go does: the
 function of the "at:" line of the lock being acquired (recursive, irq
@@ -104,8 +106,10 @@ LOCKING_KINDS = frozenset({
 HANG_KINDS = frozenset({"rcu-stall", "soft-lockup", "hard-lockup", "hung-task", "wq-lockup"})
 # Lockdep switched itself off without finding a locking bug.
 LOCKDEP_OFF = "lockdep-off"
+# KCSAN saw two accesses race: a finding to classify (make kcsan), not a broken boot.
+DATA_RACE = "data-race"
 KINDS = tuple(sorted(LOCKING_KINDS | HANG_KINDS | {
-    LOCKDEP_OFF, "rcu", "sleep-in-atomic", "bad-page", "warn", "bug", "panic"}))
+    LOCKDEP_OFF, "rcu", "sleep-in-atomic", "bad-page", "warn", "bug", "panic", DATA_RACE}))
 
 # A report without an end marker or a final stack (a truncated log) stops here.
 MAX_REPORT_LINES = 1000
@@ -216,6 +220,7 @@ _HEADLINES: tuple[tuple[re.Pattern, str], ...] = tuple(
         (r"^[Kk]ernel BUG at ", "bug"),
         (r"^BUG: (?:unable to handle|[Kk]ernel NULL pointer dereference)", "bug"),
         (r"^BUG: KASAN: ", "bug"),
+        (r"^BUG: KCSAN: ", DATA_RACE),
         (r"^general protection fault", "bug"),
         (r"^Unable to handle kernel ", "bug"),
         (r"^Oops: ", "bug"),
@@ -382,6 +387,8 @@ def _title(kind: str, msgs: list[str]) -> str:
         return _bug_title(head, msgs)
     if kind == "panic":
         return "kernel panic: " + head[len("Kernel panic - not syncing: "):].strip()
+    if kind == DATA_RACE:
+        return head[len("BUG: "):].strip()  # syzbot's "KCSAN: data-race in A / B"
     raise ValueError(kind)
 
 
@@ -464,7 +471,8 @@ def _end(lines: list[_Line], start: int, kind: str) -> int:
         return _held_locks_end(lines, start, limit)
     if bug_headline.startswith("Disabling lock debugging"):
         return start
-    kasan = bug_headline.startswith("BUG: KASAN:")
+    # KASAN and KCSAN close their reports with a line of "="
+    sanitizer = bug_headline.startswith(("BUG: KASAN:", "BUG: KCSAN:"))
     last_trace_end = None
     backtrace_seen = False
     key_warn = False  # the WARN that follows an unregistered key belongs to it
@@ -493,8 +501,8 @@ def _end(lines: list[_Line], start: int, kind: str) -> int:
             return j
         if kind == "panic" and stripped.startswith("---[ end Kernel panic"):
             return j
-        if kasan and _EQUALS.match(msg):
-            return j  # KASAN closes its report with a line of "="
+        if sanitizer and _EQUALS.match(msg):
+            return j
         if stripped == "stack backtrace:":
             backtrace_seen = True
         if frames.call_trace(msg):
@@ -520,7 +528,7 @@ def _begin(lines: list[_Line], start: int, kind: str, floor: int) -> int:
     if above < floor:
         return start
     if (kind in _LOCKDEP_KINDS or kind == "lock-held"
-            or lines[start].msg.startswith("BUG: KASAN:")):
+            or lines[start].msg.startswith(("BUG: KASAN:", "BUG: KCSAN:"))):
         return above if _EQUALS.match(lines[above].msg) else start
     if kind == "bug":
         return above if _CUT_HERE.match(lines[above].msg) else start
