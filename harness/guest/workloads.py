@@ -703,7 +703,8 @@ def oversubscribed(runs: Iterable[tuple[Workload, int, int]], override: str = ""
     warnings = []
     for workload, counts in found.values():
         pairs = "; ".join(f"{procs} at {' and '.join(map(str, sorted(cpus)))} vCPU"
-                          f"{'s' if max(cpus) > 1 else ''}" for procs, cpus in sorted(counts.items()))
+                          f"{'s' if max(cpus) > 1 else ''}"
+                          for procs, cpus in sorted(counts.items()))
         where = override or f"procs of {workload.path}:{workload.line_of('procs')}"
         warnings.append(
             f"{workload.name} runs more processes than its boot has vCPUs ({pairs}; {where}): "
