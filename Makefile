@@ -4,6 +4,7 @@
 #   make kernels   [KERNELS=...]        build (or find cached) perf and debug images
 #   make soak DURATION=1h               random mixes on the debug and sanitize kernels
 #   make faults [DURATION=2h]           fault injection in the inode cache, mainline the control
+#   make kcsan [BUDGET=18m]             data races (KCSAN) on every kernel, mainline the control
 #   make bisect-check SERIES=NAME       every patch of a series builds, boots, passes checkpatch
 #   make synchole-check                 does syncrace catch base's old sync hole (a mutant kernel)?
 #   make slides    [RUN_DIR=...]        slides.pdf of a run (default: the latest)
@@ -42,6 +43,7 @@ RUN_DIR ?=
 BASELINE ?=
 FULL ?=
 DURATION ?=
+BUDGET ?=
 SEED ?=
 V ?=
 IMAGES ?=
@@ -65,7 +67,7 @@ WORKLOAD_PACKAGES := $(shell $(PYTHON) -m harness workload-packages $(WORKLOADS_
 ALL_PACKAGES = $(PACKAGES) $(WORKLOAD_PACKAGES)
 DEPS_STAMP = build/.deps-$(shell echo $(ALL_PACKAGES) | md5sum | cut -c1-8)
 
-.PHONY: compare soak faults report slides reference kernels bisect-check compile-check test test-extra unit-test clean deps check-workloads padlock-image padlock-sweep synchole-check
+.PHONY: compare soak faults kcsan report slides reference kernels bisect-check compile-check test test-extra unit-test clean deps check-workloads padlock-image padlock-sweep synchole-check
 
 # Only the knobs that were set, on one line: the echoed command is what ran.
 COMPARE_KNOBS = $(strip $(if $(KERNELS),--kernels $(KERNELS)) $(if $(CPUS),--cpus $(CPUS)) \
@@ -96,6 +98,13 @@ FAULTS_KNOBS = $(strip $(if $(KERNELS),--kernels $(KERNELS)) $(if $(CPUS),--cpus
 	$(if $(DURATION),--duration $(DURATION)) $(if $(SEED),--seed $(SEED)) $(WORKLOADS_DIR_ARG))
 faults: $(DEPS_STAMP) check-workloads
 	$(strip $(HARNESS) faults $(FAULTS_KNOBS))
+
+# Every kernel's kcsan image over every default workload at 2 and 4 vCPUs; cells
+# keep what is measured, so BUDGET=18m measures in parts (run it again to go on).
+KCSAN_KNOBS = $(strip $(if $(KERNELS),--kernels $(KERNELS)) $(if $(CPUS),--cpus $(CPUS)) \
+	$(if $(BUDGET),--budget $(BUDGET)) $(WORKLOADS_DIR_ARG))
+kcsan: $(DEPS_STAMP) check-workloads
+	$(strip $(HARNESS) kcsan $(KCSAN_KNOBS))
 
 report:
 	$(HARNESS) report $(RUN_DIR) $(if $(BASELINE),--baseline $(BASELINE))

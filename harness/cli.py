@@ -1,12 +1,13 @@
 """python3 -m harness: the command line.
 
-    parse lockstat|reports|lockdep|fio|records FILE   JSON on stdout
+    parse lockstat|reports|kcsan|lockdep|fio|records FILE   JSON on stdout
     build [--flavours F...] KERNEL...                 build (or find) kernel images
     boot KERNEL [--flavours F...] [--cpus N...] ...   boots of one kernel, workloads of your choice
     compare [--kernels ...] [--cpus ...] ...          the measurement matrix, then its report
             [--executor slurm --slurm-partition P]    ... with every boot a Slurm job
     soak --duration 2h [--kernels ...] ...            random mixes on debug/sanitize kernels
     faults [--duration 2h] [--kernels ...] ...        fault injection, mainline the control
+    kcsan [--budget 18m] [--kernels ...] ...          data races on the kcsan kernels, mainline the control
     report [RUN_DIR] [--baseline K]                   report.md and report.html of a run
     slides [RUN_DIR] [--baseline K]                   slides.pdf of a run
     reference [RUN_DIR] | --check                     publish a run as results/reference
@@ -36,8 +37,9 @@ from harness.boot import channel, measure, qemu, runner, tcg_cs
 from harness.guest import check, deps, initramfs, plan, protocol, workloads
 from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
+from harness.parsers import kcsan as kcsan_parser
 from harness.report import charts, document, reference, slides, svg_pages
-from harness.run import compare, faults, finish, matrix, nodejob, slurm, soak, tidy
+from harness.run import compare, faults, finish, kcsan, matrix, nodejob, slurm, soak, tidy
 from harness.layout import default_layout, folder_list, slug
 
 DEFAULT_CPUS = min(2, os.cpu_count() or 1)  # of `boot` without --cs
@@ -53,6 +55,8 @@ def cmd_parse(args) -> int:
         out = lockstat.parse(_read(args.file)).as_json()
     elif args.kind == "reports":
         out = {"reports": [r.as_json() for r in kernel_reports.parse(_read(args.file))]}
+    elif args.kind == "kcsan":
+        out = {"races": [dataclasses.asdict(r) for r in kcsan_parser.parse(_read(args.file))]}
     elif args.kind == "lockdep":
         out = {"edges": [list(e) for e in lockdep_graph.parse(_read(args.file))]}
     elif args.kind == "fio":
@@ -316,6 +320,22 @@ def cmd_faults(args) -> int:
     return 0
 
 
+def cmd_kcsan(args) -> int:
+    layout = _layout(args)
+    known = list(workloads.load_all(layout.workloads).values())
+    kernels = (series.expand_names(layout, _split(args.kernels)) if args.kernels
+               else existing_kernels(layout))
+    for kernel in kernels:
+        series.resolve(layout, kernel)
+        lockorder.for_kernel(layout, kernel)
+    budget = soak.parse_duration(args.budget) if args.budget else None
+    cpus = tuple(int(c) for c in _split(args.cpus)) or kcsan.KCSAN_CPUS
+    out = kcsan.kcsan(layout, kernels, known, cpus, args.accel, budget)
+    print((out / "summary.md").read_text(), end="")
+    progress.say(f"kcsan done: {out}")
+    return 0
+
+
 def site_of(args, layout) -> compare.Site:
     """Where the boots run: this machine, or the nodes of a Slurm partition."""
     if args.executor == "local":
@@ -444,7 +464,7 @@ def cmd_predict(args) -> int:
 
 def _add_parse(sub) -> None:
     p = sub.add_parser("parse", help="parse a captured file, print JSON")
-    p.add_argument("kind", choices=["lockstat", "reports", "lockdep", "fio", "records"])
+    p.add_argument("kind", choices=["lockstat", "reports", "kcsan", "lockdep", "fio", "records"])
     p.add_argument("file")
     p.set_defaults(func=cmd_parse)
 
@@ -554,6 +574,19 @@ def _add_faults(sub) -> None:
     p.set_defaults(func=cmd_faults)
 
 
+def _add_kcsan(sub) -> None:
+    p = sub.add_parser("kcsan", help="data races on the kcsan kernels, mainline the control")
+    p.add_argument("--kernels", nargs="*", default=[])
+    p.add_argument("--cpus", nargs="*", default=[],
+                   help=f"default: {' '.join(map(str, kcsan.KCSAN_CPUS))}")
+    p.add_argument("--budget",
+                   help="start no boot expected to end past this (e.g. 18m); run again to "
+                        "go on (default: measure everything missing)")
+    p.add_argument("--accel", default="tcg", choices=["tcg", "kvm"])
+    _add_workloads_dir(p)
+    p.set_defaults(func=cmd_kcsan)
+
+
 def _add_report(sub) -> None:
     p = sub.add_parser("report", help="write report.md/report.html of a run folder")
     p.add_argument("run_dir", nargs="?", help="default: results/latest")
@@ -629,6 +662,7 @@ SUBCOMMANDS = (
     _add_compare,
     _add_soak,
     _add_faults,
+    _add_kcsan,
     _add_report,
     _add_slides,
     _add_reference,
