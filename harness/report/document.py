@@ -25,7 +25,7 @@ from harness import lockorder
 from harness.analysis import duel, evidence, retry_counters, stats
 from harness.boot import measure
 from harness.report import (charts, code_cost, code_cost_section, duel_section,
-                           records_section, run_inputs, scaling_section)
+                           record_table, records_section, run_inputs, scaling_section)
 from harness.report.blocks import (Block, Bullets, ChartBlock, ChartRow, Heading,  # noqa: F401
                                    Para, Table, apart_text, fmt, interval, outcome_cell,
                                    pct, pct_abs, pct_range, plural, reach_text)
@@ -230,6 +230,11 @@ class ReportBuilder:
         return sum(1 for b in boots_of(self.manifest)
                    if f"-{slug(kernel)}-{flavour}-" in "-" + b["directory"].split("/")[-1])
 
+    def boots_by_kernel(self) -> dict[tuple[str, str], int]:
+        """(kernel, flavour) -> this run's boots of the checking flavours."""
+        return {(k, f): self.boots_of_kernel(k, f) for k in self.kernels
+                for f in ("debug", "sanitize")}
+
     def record_rows(self, deck: bool = False) -> list[list[str]]:
         """The designs' record beyond timing: kernel reports, lock order, soaks, code;
         `deck`: the soaks in one row, short enough for a slide."""
@@ -249,6 +254,10 @@ class ReportBuilder:
             out.append(["sanitizers: KASAN, list, object and RCU debugging", *[
                 f"{plural(sum(n for (k, _, _), kinds in sanitize.items() if k == d for n in kinds.values()), 'report')}"
                 f" in {plural(self.boots_of_kernel(d, 'sanitize'), 'boot')}" for d in designs]])
+        out += [["kcsan: data races (make kcsan)",
+                 *[record_table.kcsan_cell(self.records, d, deck) for d in designs]],
+                ["faults: injected failures (make faults)",
+                 *[record_table.faults_cell(self.records, d, deck) for d in designs]]]
         flavours = records_section.flavours_of(self.manifest)
         out += ([records_section.deck_row(self.records, designs, flavours)] if deck else
                 records_section.record_rows(self.records, designs, flavours))
@@ -309,6 +318,7 @@ class ReportBuilder:
             for machine in machines:
                 b.append(Heading(1, f"On {self.machine_label(machine)}"))
                 self.for_machine(machine).measurement_sections()
+        b += record_table.section(self.records, self.rows, self.kernels, self.boots_by_kernel())
         b += records_section.section(self.records, self.kernels,
                                      records_section.flavours_of(m))
         self.environment_section()

@@ -25,7 +25,8 @@ from pathlib import Path
 from harness.analysis import duel, evidence, retry_counters
 from harness.analysis.duel import FIRST, SECOND
 from harness.layout import Layout
-from harness.report import charts, deck_text, document, duel_section, records_section, run_inputs
+from harness.report import (charts, deck_text, document, duel_section, record_table,
+                            records_section, run_inputs)
 from harness.report.blocks import pct_abs, plural
 from harness.report.duel_section import change_text, span_text
 from harness.report.svg_pages import (Bullets, Grid, Page, Picture, Text, SMALL_PX, page_text,
@@ -49,6 +50,14 @@ KIND = {"shared": "shared locks / op", "per_inode": "i_lock / op",
         "icount": "single thread (-icount)", "timed": "throughput (TCG)",
         "paired": "boot against boot (TCG)",
         "latency": "p99 latency (TCG)"}
+
+
+# The duel record's code rows, named short enough for a column per kernel.
+DECK_CODE_LABELS = {"code: patches of its own": "patches",
+                    "code: lines added / removed": "lines + / -",
+                    "code: files beyond fs/inode.c and fs.h": "other files",
+                    "retry machinery: trylock sites, retry jumps, cpu_relax()":
+                        "trylock, goto, relax"}
 
 
 class DeckError(Exception):
@@ -393,22 +402,38 @@ class Deck:
         return next((c for c in found if best and c.caption.startswith(best + ":")), found[0])
 
     def record(self) -> Page:
+        """Every kernel's record, a column each: the checkers, lock order and, for the
+        two designs, their code (the report's record table and duel record, short)."""
         r = self.report
-        rows = r.record_rows(deck=True)
-        if not rows:
+        design_rows = r.record_rows(deck=True)
+        if not design_rows:
             return self.missing("The record")
         designs = (FIRST, SECOND)
+        kernels = r.kernels
+        checks = record_table.rows(r.records, r.rows, kernels, r.boots_by_kernel(), short=True)
+        order = ["lock order", *[
+            f"{len(r.conformance[k].get('violations', []))} of "
+            f"{plural(len(r.conformance[k].get('edges', [])), 'edge')}"
+            if k in r.conformance else "-"
+            for k in kernels]]
+        code = [[DECK_CODE_LABELS[row[0]],
+                 *[row[1 + designs.index(k)] if k in designs else "-" for k in kernels]]
+                for row in design_rows if row[0] in DECK_CODE_LABELS]
         reports = sum(v for (k, _, _), v in evidence.lockdep_counts(r.rows).items()
                       if k in designs)
         reports += sum(n for (k, _, _), kinds in evidence.kernel_reports(r.rows, "sanitize")
                        .items() if k in designs for n in kinds.values())
         reports += records_section.report_count(r.records, designs)
+        reports += sum(t.reports for k in designs for t in
+                       (r.records.checked("faults", k) if r.records else []))
+        own = sum(1 for race in (r.records.races if r.records else [])
+                  if race.klass == record_table.SERIES_CLASS and any(
+                      race.kernels.get(k) and r.records.checked("kcsan", k) for k in designs))
         violations = sum(len(r.conformance.get(k, {}).get("violations", [])) for k in designs)
-        short = [[row[0].split(":")[-1].strip() if row[0].startswith("code")
-                  else row[0].split(":")[0], *row[1:]] for row in rows]
-        return Page(f"Record: {plural(reports, 'kernel report')} and "
-                    f"{plural(violations, 'lock-order violation')} in either design; they "
-                    "differ in code", [Grid(["", FIRST, SECOND], short, size=26)], self.footer)
+        return Page(f"Record: {plural(reports, 'kernel report')}, {plural(own, 'data race')} "
+                    f"of their own, {plural(violations, 'lock-order violation')} in either "
+                    "design", [Grid(["", *kernels], checks + [order] + code, size=24)],
+                    self.footer)
 
     def change(self) -> Page:
         return Page("What would change the answer", [Bullets(self.changers(), size=30)],

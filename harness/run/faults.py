@@ -32,7 +32,7 @@ import hashlib
 import random
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness import host, lockorder, progress
@@ -348,6 +348,9 @@ def write_summary(setup: Setup, state: Progress, running: str | None = None,
             "workloads": [w.name for w in setup.workloads], "kernels": setup.kernels,
             "wall_s": round(time.monotonic() - state.started, 1),
             "duration_s": state.duration_s, "state": state_line, "finished": finished,
-            "running": running, "boots": state.boots}
+            "running": running, "boots": state.boots,
+            # Which patches each kernel's cells ran: a compare's record counts them for
+            # its kernel when its own patches are the same (run/records.py).
+            "images": {k: asdict(kbuild.identity(i)) for k, i in setup.images.items()}}
     results = [r for k, r in state.results.items() if k in keys]
     faults_summary.write(setup.out, results, meta, dict(planned))

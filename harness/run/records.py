@@ -1,13 +1,17 @@
-"""The soaks of a run's own images, kept in the run folder (records.json).
+"""The record of a run's kernels beyond its own boots, kept in the run folder (records.json).
 
-The report reads only the run folder, and a soak is a folder of its own
-(layout.soaks). So when a compare run finishes, `write` reads every soak
-summary under the results folder and keeps, in records.json, the run's
-images and what each soak did on a kernel and flavour the run booted. A
-soak counts for the run only if it booted the very image the run booted
-(the same key: patches, configuration, compiler); one of another image is
-kept to be named, with that image, and so is one whose summary was written
-before soaks named their images (its image is unknown, so it never counts).
+The report reads only the run folder, and soaks, make faults and make kcsan
+keep folders of their own (layout.soaks, layout.faults, layout.kcsan). So
+when a compare run finishes, `write` reads every summary under the results
+folder and keeps, in records.json, the run's images, what each soak did on
+a kernel and flavour the run booted, and what make faults and make kcsan
+measured on each kernel. A soak counts for the run only if it booted the
+very image the run booted (the same key: patches, configuration, compiler);
+one of another image is kept to be named, with that image, and so is one
+whose summary was written before soaks named their images (its image is
+unknown, so it never counts). Faults and kcsan images are flavours of their
+own, never the run's: their cells count for a kernel when their image was
+built from the same patches (the same digest of the kernel's own patches).
 A summary that cannot be read is named in records.json and passed over:
 the run's measurements are written before, and never depend on it.
 """
@@ -15,7 +19,8 @@ the run's measurements are written before, and never depend on it.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness import progress
@@ -73,16 +78,62 @@ class Unnamed:
 
 
 @dataclass(frozen=True)
+class CheckTally:
+    """One kernel's cells in the store of make faults or make kcsan."""
+    kind: str  # faults, kcsan
+    store: str  # its folder under the results folder: faults/seed1, kcsan
+    kernel: str
+    image: ImageIdentity | None  # None: a summary written before they named images
+    planned: int
+    measured: int
+    statuses: dict[str, int]  # step status -> cells
+    reports: int  # kernel reports (faults), KCSAN reports (kcsan)
+    # faults: report verdict -> reports; kcsan: race class -> distinct races
+    by_class: dict[str, int]
+    step_hours: float
+    finished: bool
+
+
+@dataclass(frozen=True)
+class RaceRecord:
+    """One distinct race of make kcsan, as its summary classified it."""
+    title: str
+    klass: str  # whose code raced: 6.1's, a common patch's, the series'
+    fate: str
+    why: str  # the evidence for the class: mainline too, or the patches
+    kernels: dict[str, int]  # kernel -> reports
+
+
+@dataclass(frozen=True)
 class Collected:
-    """records.json: the run's images and the soaks of its kernels and flavours."""
+    """records.json: the run's images, the soaks of its kernels and flavours, and the
+    cells make faults and make kcsan measured on its kernels."""
     images: dict[str, ImageIdentity]  # "kernel/flavour" -> the image the run booted
     soaks: list[Soak]
     unnamed: list[Unnamed]
-    read: int  # soak summaries read
+    read: int  # summaries read (soaks, faults, kcsan)
     unreadable: list[str]  # "soak/STAMP/summary.json: why", one per summary passed over
+    checks: list[CheckTally] = field(default_factory=list)
+    races: list[RaceRecord] = field(default_factory=list)  # make kcsan's, every kernel's
 
     def image(self, kernel: str, flavour: str) -> ImageIdentity | None:
         return self.images.get(f"{kernel}/{flavour}")
+
+    def patches_digest(self, kernel: str) -> str | None:
+        """The digest of the kernel's own patches in the run (every flavour has it)."""
+        return next((i.patches_digest for name, i in sorted(self.images.items())
+                     if name.rsplit("/", 1)[0] == kernel), None)
+
+    def checked(self, kind: str, kernel: str) -> list[CheckTally]:
+        """The faults or kcsan cells of this kernel's very patches."""
+        digest = self.patches_digest(kernel)
+        return [c for c in self.checks if (c.kind, c.kernel) == (kind, kernel)
+                and c.image is not None and c.image.patches_digest == digest]
+
+    def unchecked(self, kind: str, kernel: str) -> list[CheckTally]:
+        """This kernel's faults or kcsan cells of other patches, or of unrecorded ones."""
+        mine = self.checked(kind, kernel)
+        return [c for c in self.checks if (c.kind, c.kernel) == (kind, kernel) and c not in mine]
 
     def ours(self, kernel: str, flavour: str) -> list[Soak]:
         """The soaks of the very image the run booted as this kernel and flavour."""
@@ -127,9 +178,62 @@ def read_summary(path: Path) -> tuple[list[Soak], list[Unnamed]]:
         raise SummaryError(path, f"not a soak summary ({type(e).__name__}: {e})") from None
 
 
+def _identity(images: dict, kernel: str) -> ImageIdentity | None:
+    return ImageIdentity(**images[kernel]) if kernel in images else None
+
+
+def parse_faults(store: str, data: dict) -> list[CheckTally]:
+    """make faults' summary.json: a tally per kernel it planned."""
+    images = data.get("images", {})
+    verdicts: dict[str, Counter] = {}
+    for report in data["reports"]:
+        verdicts.setdefault(report["kernel"], Counter())[report["verdict"]] += 1
+    out = []
+    for kernel, planned in data["planned"].items():
+        cells = [c for c in data["cells"] if c["kernel"] == kernel]
+        out.append(CheckTally(
+            "faults", store, kernel, _identity(images, kernel), int(planned), len(cells),
+            dict(Counter(c["status"] for c in cells)), sum(len(c["reports"]) for c in cells),
+            dict(verdicts.get(kernel, {})),
+            round(sum(c["wall_s"] or 0.0 for c in cells) / 3600, 3), bool(data["finished"])))
+    return out
+
+
+def parse_kcsan(store: str, data: dict) -> tuple[list[CheckTally], list[RaceRecord]]:
+    """make kcsan's summary.json: a tally per kernel, and its distinct races."""
+    images = data.get("images", {})
+    tallies = [CheckTally("kcsan", store, kernel, _identity(images, kernel), int(k["planned"]),
+                          int(k["measured"]), dict(k["statuses"]), int(k["reports"]),
+                          dict(k["by_class"]), float(k["step_hours"]), bool(data["finished"]))
+               for kernel, k in data["per_kernel"].items()]
+    races = [RaceRecord(r["title"], r["class"], r["fate"], r["why"], dict(r["kernels"]))
+             for r in data["races"]]
+    return tallies, races
+
+
+def _read_json(path: Path, what: str) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise SummaryError(path, f"not a {what} summary ({type(e).__name__}: {e})") from None
+
+
+def read_checks(path: Path, store: str) -> tuple[list[CheckTally], list[RaceRecord]]:
+    """A faults or kcsan summary.json (store: its folder under the results folder)."""
+    kind = "kcsan" if store.startswith("kcsan") else "faults"
+    data = _read_json(path, kind)
+    try:
+        return parse_kcsan(store, data) if kind == "kcsan" else (parse_faults(store, data), [])
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise SummaryError(path, f"not a {kind} summary ({type(e).__name__}: {e})") from None
+
+
 def collect(layout: Layout, images: dict[str, ImageIdentity]) -> Collected:
-    """Every soak under layout.soaks of a kernel and flavour in `images`."""
+    """Every soak under layout.soaks of a kernel and flavour in `images`, and the
+    faults and kcsan cells of its kernels."""
     paths = sorted(layout.soaks.glob("*/summary.json"))
+    checks_paths = sorted(layout.faults.glob("*/summary.json")) + sorted(
+        layout.kcsan.glob("summary.json"))
     soaks: list[Soak] = []
     unnamed: list[Unnamed] = []
     unreadable = []
@@ -142,7 +246,20 @@ def collect(layout: Layout, images: dict[str, ImageIdentity]) -> Collected:
             continue
         soaks += [s for s in named if f"{s.kernel}/{s.flavour}" in images]
         unnamed += [u for u in unknown if f"{u.kernel}/{u.flavour}" in images]
-    return Collected(images, soaks, unnamed, len(paths), unreadable)
+    kernels = {name.rsplit("/", 1)[0] for name in images}
+    checks: list[CheckTally] = []
+    races: list[RaceRecord] = []
+    for path in checks_paths:
+        store = str(path.parent.relative_to(layout.results))
+        try:
+            tallies, found = read_checks(path, store)
+        except SummaryError as e:
+            unreadable.append(f"{path.relative_to(layout.results)}: {e.why}")
+            continue
+        checks += [t for t in tallies if t.kernel in kernels]
+        races += found
+    return Collected(images, soaks, unnamed, len(paths) + len(checks_paths), unreadable,
+                     checks, races)
 
 
 def write(layout: Layout, run_dir: Path, images: dict[tuple[str, str], KernelImage]) -> None:
@@ -153,8 +270,9 @@ def write(layout: Layout, run_dir: Path, images: dict[tuple[str, str], KernelIma
     for problem in collected.unreadable:
         progress.say(f"records: passed over {layout.results}/{problem}")
     counted = sum(1 for s in collected.soaks if s in collected.ours(s.kernel, s.flavour))
-    progress.say(f"records: soak summaries read under {layout.soaks}: {collected.read}; "
-                 f"tallies of this run's very images among them: {counted}")
+    progress.say(f"records: summaries read under {layout.results} (soak, faults, kcsan): "
+                 f"{collected.read}; soak tallies of this run's very images among them: "
+                 f"{counted}")
     (run_dir / RECORDS).write_text(json.dumps(asdict(collected), indent=1) + "\n")
 
 
@@ -169,6 +287,10 @@ def load(run_dir: Path) -> Collected | None:
             {name: ImageIdentity(**i) for name, i in data["images"].items()},
             [Soak(s["folder"], s["started"], s["finished"], s["kernel"], s["flavour"],
                   ImageIdentity(**s["image"]), Tally(**s["tally"])) for s in data["soaks"]],
-            [Unnamed(**u) for u in data["unnamed"]], data["read"], data["unreadable"])
+            [Unnamed(**u) for u in data["unnamed"]], data["read"], data["unreadable"],
+            # Runs made before the record kept faults and kcsan cells have neither.
+            [CheckTally(**{**c, "image": ImageIdentity(**c["image"]) if c["image"] else None})
+             for c in data.get("checks", [])],
+            [RaceRecord(**r) for r in data.get("races", [])])
     except (ValueError, KeyError, TypeError) as e:
         raise SummaryError(path, f"not a records file ({type(e).__name__}: {e})") from None
