@@ -23,3 +23,9 @@ def test_make_test_builds_its_kernel_before_pytest_starts():
     commands = planned("test")
     assert commands[-2].endswith("-m harness build mainline --flavour debug")
     assert " -m pytest " in commands[-1]
+
+
+def test_make_kcsan_passes_its_budget_and_kernels():
+    assert planned("kcsan")[-1].endswith("-m harness kcsan")
+    assert planned("kcsan", "KERNELS=mainline piggin", "CPUS=2", "BUDGET=18m")[-1].split(
+        " -m harness ")[1] == "kcsan --kernels mainline piggin --cpus 2 --budget 18m"
