@@ -27,6 +27,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from harness.report.blocks import plural
+
 CONTROL = "mainline"
 SIXONE = "6.1's"
 COMMON = "a common patch's"
@@ -142,9 +144,9 @@ def classify(d: Distinct) -> str:
 def why(d: Distinct) -> str:
     """The evidence for the class, in a few words."""
     if d.klass == COMMON:
-        return f"mainline too; racing lines by {', '.join(sorted(d.patches[CONTROL]))}"
+        return f"mainline gave it; racing lines by {', '.join(sorted(d.patches[CONTROL]))}"
     if CONTROL in d.kernels:
-        return "mainline too"
+        return "mainline gave it"
     if d.klass == SERIES:
         return "; ".join(f"{k}: {', '.join(sorted(p))}" for k, p in sorted(d.patches.items()) if p)
     callers = sorted({p for ps in d.callers.values() for p in ps})
@@ -177,7 +179,8 @@ def per_kernel(results: list[CellResult], races: list[Distinct],
 
 
 def _kernels_cell(d: Distinct, order: list[str]) -> str:
-    return ", ".join(f"{k} {d.kernels[k]} ({d.cells[k]} cells)" for k in order if k in d.kernels)
+    return ", ".join(f"{k} {d.kernels[k]} ({plural(d.cells[k], 'cell')})"
+                     for k in order if k in d.kernels)
 
 
 def kernel_table(kernels: dict[str, dict]) -> list[str]:
@@ -230,7 +233,7 @@ def markdown(results: list[CellResult], meta: dict, planned: dict[str, int],
     unexplained = sum(1 for d in own if d.fate == UNEXPLAINED)
     untraced = sorted({r.origin_error for r in results if r.origin_error})
     lines = [f"# KCSAN: {len(results)} of {sum(planned.values())} cells measured, "
-             f"{len(races)} distinct races", "", meta["state"], "",
+             f"{plural(len(races), 'distinct race')}", "", meta["state"], "",
              f"Every default workload ({', '.join(meta['workloads'])}) on every filesystem it "
              f"declares, at its most processes, at {', '.join(map(str, meta['cpus']))} vCPUs, "
              "one boot per kernel, vCPU count and workload, on each kernel's kcsan image "

@@ -195,7 +195,7 @@ def test_a_race_mainline_gives_too_is_6_1s_on_every_kernel():
                cell("piggin", [kcsan_run.trace(Written({}), hash_race)] * 2)]
     (d,) = kcsan_summary.distinct(results, {})
     assert (d.klass, d.fate, kcsan_summary.why(d)) == (kcsan_summary.SIXONE,
-                                                       kcsan_summary.FATE_SIXONE, "mainline too")
+                                                       kcsan_summary.FATE_SIXONE, "mainline gave it")
     assert dict(d.kernels) == {"mainline": 1, "piggin": 2}
     assert dict(d.cells) == {"mainline": 1, "piggin": 1}
 
@@ -267,7 +267,7 @@ def test_the_summary_counts_per_kernel_and_lists_each_race(tmp_path):
     assert "| chinner | 0 of 2 | - | 0 | 0 | 0 | 0 |" in text
     assert ("| KCSAN: data-race in __hrtimer_run_queues / hrtimer_active | **the series'** | "
             "piggin: piggin 0004: fs: icache lock i_count with i_lock | **unexplained** | "
-            "piggin 1 (1 cells) | kcsan/boots/piggin/console.log:299 |") in text
+            "piggin 1 (1 cell) | kcsan/boots/piggin/console.log:299 |") in text
     assert "### KCSAN: data-race in __hrtimer_run_queues / hrtimer_active" in text
     summary = (tmp_path / "summary.json").read_text()
     assert '"by_class"' in summary and '"the series\'": 1' in summary
