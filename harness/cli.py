@@ -330,7 +330,8 @@ def cmd_kcsan(args) -> int:
         lockorder.for_kernel(layout, kernel)
     budget = soak.parse_duration(args.budget) if args.budget else None
     cpus = tuple(int(c) for c in _split(args.cpus)) or kcsan.KCSAN_CPUS
-    out = kcsan.kcsan(layout, kernels, known, cpus, args.accel, budget)
+    out = kcsan.kcsan(layout, kernels, known, cpus, args.accel, budget,
+                      every_kernel=existing_kernels(layout))
     print((out / "summary.md").read_text(), end="")
     progress.say(f"kcsan done: {out}")
     return 0

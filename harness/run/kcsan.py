@@ -36,7 +36,7 @@ from harness import host, lockorder, progress
 from harness.boot import qemu, runner
 from harness.guest import initramfs, plan
 from harness.guest.workloads import Workload
-from harness.kernels import kbuild
+from harness.kernels import kbuild, series
 from harness.kernels.kbuild import KernelImage
 from harness.layout import Layout, slug
 from harness.parsers import kcsan as kcsan_parser
@@ -77,18 +77,26 @@ class KcsanCell:
 
 @dataclass
 class Setup:
-    """What every boot of one make kcsan shares."""
+    """What every boot of one make kcsan shares. The summary is of the whole matrix
+    (kernels, cpus); this run boots the part asked for (boot_kernels, boot_cpus)."""
     layout: Layout
-    kernels: list[str]  # mainline first when asked for
+    kernels: list[str]  # mainline first
     workloads: list[Workload]
     cpus: tuple[int, ...]
-    images: dict[str, KernelImage]
+    images: dict[str, KernelImage]  # every kernel's, built or not (its cells' keys)
     orders: dict[str, lockorder.LockOrder]
     files: initramfs.GuestFiles
     machine: host.Machine
     out: Path
     fates: dict[str, str]
+    boot_kernels: tuple[str, ...] = ()  # () : every kernel
+    boot_cpus: tuple[int, ...] = ()  # (): every vCPU count
     origins: dict[str, Origins | str] = field(default_factory=dict)  # kernel -> it, or why not
+
+    def boots(self, cell: KcsanCell) -> bool:
+        """Whether this run boots the cell (when it is missing)."""
+        return ((not self.boot_kernels or cell.kernel in self.boot_kernels)
+                and (not self.boot_cpus or cell.cpus in self.boot_cpus))
 
     def origins_of(self, kernel: str) -> Origins | str:
         if kernel not in self.origins:
@@ -295,27 +303,34 @@ def boot_once(setup: Setup, state: Progress, pending: list[KcsanCell], attempt: 
 
 def kcsan(layout: Layout, kernels: list[str], known: list[Workload],
           cpus: tuple[int, ...] = KCSAN_CPUS, accel: str = "tcg",
-          budget_s: float | None = None) -> Path:
-    """Measure what is missing of the matrix (within the budget); the summary's folder."""
+          budget_s: float | None = None, every_kernel: list[str] | None = None) -> Path:
+    """Measure what is missing of these kernels and vCPU counts (within the budget);
+    the summary, of every_kernel (default: these) at KCSAN_CPUS and these vCPU counts,
+    is in the folder returned."""
     out = layout.kcsan
     out.mkdir(parents=True, exist_ok=True)
-    kernels = sorted(kernels, key=lambda k: k != CONTROL)
+    matrix_kernels = sorted(dict.fromkeys([*(every_kernel or []), *kernels]),
+                            key=lambda k: k != CONTROL)
     chosen = [w for w in known if w.default]
     images = {}
     for i, kernel in enumerate(kernels, 1):
         progress.say(f"kernel {i}/{len(kernels)}: {kernel}/{FLAVOUR}")
         images[kernel] = kbuild.build(layout, kernel, FLAVOUR)
+    for kernel in matrix_kernels:  # not booted now: their cells' keys, built or not
+        images.setdefault(kernel, kbuild.planned_image(layout, series.resolve(layout, kernel),
+                                                       FLAVOUR))
     fates_path = layout.repo / FATES
     fates = kcsan_summary.read_fates(fates_path.read_text()) if fates_path.exists() else {}
-    setup = Setup(layout, kernels, chosen, cpus, images,
-                  {k: lockorder.for_kernel(layout, k) for k in kernels},
-                  initramfs.prepare(layout, chosen), host.this_machine(accel), out, fates)
+    setup = Setup(layout, matrix_kernels, chosen, tuple(sorted({*KCSAN_CPUS, *cpus})), images,
+                  {k: lockorder.for_kernel(layout, k) for k in matrix_kernels},
+                  initramfs.prepare(layout, chosen), host.this_machine(accel), out, fates,
+                  tuple(kernels), tuple(cpus))
     state = Progress(time.monotonic(), budget_s, stored_times(layout))
     planned = plan_cells(setup)
     load_stored(setup, state, planned)
     number = 0
     while True:
-        boots = boots_of([c for c in planned if c.key not in state.results])
+        boots = boots_of([c for c in planned if c.key not in state.results and setup.boots(c)])
         if not boots or not state.fits(boots[0]):
             break
         pending, attempt = boots[0], 0
@@ -323,15 +338,19 @@ def kcsan(layout: Layout, kernels: list[str], known: list[Workload],
         while pending and attempt < MAX_ATTEMPTS:
             attempt += 1
             pending = boot_once(setup, state, pending, attempt, number, boots)
-    left = len([c for c in planned if c.key not in state.results])
-    if left:
-        progress.say(f"kcsan: {left} cells left past the budget: run it again to go on")
-    write_summary(setup, state, finished=not left)
+    left = [c for c in planned if c.key not in state.results]
+    asked_left = sum(1 for c in left if setup.boots(c))
+    if asked_left:
+        progress.say(f"kcsan: {asked_left} cells left past the budget: run it again to go on")
+    write_summary(setup, state, finished=not left,
+                  others_left=len(left) - asked_left if not asked_left else 0)
     return out
 
 
 def write_summary(setup: Setup, state: Progress, running: str | None = None,
-                  finished: bool = False) -> None:
+                  finished: bool = False, others_left: int = 0) -> None:
+    """others_left: cells of kernels or vCPU counts this run was not asked to boot, when
+    every cell it was asked for is measured."""
     planned_cells = plan_cells(setup)
     keys = {c.key for c in planned_cells}
     planned: dict[str, int] = defaultdict(int)
@@ -339,6 +358,9 @@ def write_summary(setup: Setup, state: Progress, running: str | None = None,
         planned[cell.kernel] += 1
     if finished:
         state_line = "Finished: every planned cell is measured."
+    elif others_left:
+        state_line = (f"Every cell this run was asked for is measured; {others_left} cells "
+                      "of other kernels or vCPU counts are not (make kcsan measures them).")
     elif running:
         state_line = (f"Boot {running} was running when this was written; if make kcsan is "
                       "no longer running, it stopped there (run it again to resume).")
@@ -348,6 +370,7 @@ def write_summary(setup: Setup, state: Progress, running: str | None = None,
             "kernels": setup.kernels, "state": state_line, "finished": finished,
             "running": running, "wall_s": round(time.monotonic() - state.started, 1),
             "boots": state.boots,
-            "images": {k: asdict(kbuild.identity(i)) for k, i in setup.images.items()}}
+            "images": {k: asdict(kbuild.identity(i)) for k, i in setup.images.items()
+                       if kbuild.is_built(i)}}
     results = [r for k, r in state.results.items() if k in keys]
     kcsan_summary.write(setup.out, results, meta, dict(planned), setup.fates)

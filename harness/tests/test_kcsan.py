@@ -314,3 +314,11 @@ def test_a_budget_starts_no_boot_expected_to_end_past_it(tmp_path):
     state.started = __import__("time").monotonic() - 250.0
     assert not state.fits(boot)  # 250 s gone, 390 s expected: past 600 s
     assert kcsan_run.Progress(0.0, None, {}).left_s([boot]) is None
+
+
+def test_a_run_boots_the_part_asked_for_and_summarises_the_whole_matrix(tmp_path):
+    setup = dataclasses.replace(setup_of(tmp_path), boot_kernels=("piggin",), boot_cpus=(4,))
+    planned = kcsan_run.plan_cells(setup)
+    booted = [c for c in planned if setup.boots(c)]
+    assert {(c.kernel, c.cpus) for c in booted} == {("piggin", 4)}
+    assert len(planned) == 20 and len(booted) == 5
