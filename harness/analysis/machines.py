@@ -4,7 +4,7 @@ The model (queueing.py) charges a critical section for the cache lines it
 moves: t (``transfer_ns``) for a line another CPU wrote last, m
 (``memory_ns``) for a line nobody touched for a long time. Both come from
 latencies published for named machines, never from the anchors the model is
-checked against (published.py). Each figure says where it comes from.
+checked against (anchors.py). Each figure says where it comes from.
 
 A machine's t and m are the means over all pairs of its CPUs: a line another
 CPU wrote last comes from another socket with probability
@@ -86,7 +86,9 @@ class Machine:
                 + (f", {self.transfer_remote_ns:g} ns across" if self.sockets > 1 else "")
                 + f"; m {self.memory_local_ns:g} ns local"
                 + (f", {self.memory_remote_ns:g} ns remote" if self.sockets > 1 else "")
-                + f"; {1 / self.clock_ghz:.2f} ns per instruction")
+                + f"; {1 / self.clock_ghz:.2f} ns per instruction"
+                + (f"; kappa {self.contended_factor:.2f} (fitted)" if self.contended_factor
+                   else ""))
 
 
 MACHINES = (

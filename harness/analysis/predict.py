@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import lockscope
-from harness.analysis import evidence, machines, queueing, scaling_inputs
+from harness.analysis import anchors, evidence, machines, queueing, scaling_inputs
 from harness.analysis.machines import Machine
 from harness.analysis.scaling_inputs import CaseInputs
 from harness.layout import Layout, default_layout
@@ -139,8 +139,14 @@ def _run_command(args, cpus: list[int]) -> int:
     run_dir = Path(args.run_dir)
     if not tidy.table_in(run_dir).exists():
         raise FileNotFoundError(f"{run_dir}: no tidy.tsv (not a run folder)")
-    targets = _targets(args)
-    results = run_predictions(default_layout(), run_dir, cpus[-1], targets)
+    layout = default_layout()
+    rows = tidy.read(tidy.table_in(run_dir))
+    # The contended hand-off factor, fitted on the calibration anchors with this run's
+    # sections (anchors.py), as the report's section uses it.
+    calibration = anchors.record(
+        scaling_inputs.run_inputs(layout, run_dir, rows, ["mainline"])).calibration
+    targets = anchors.fitted_machines(calibration, _targets(args))
+    results = run_predictions(layout, run_dir, cpus[-1], targets, rows=rows)
     if args.json:
         json.dump({"knobs": {"machines": {m.key: m.describe() for m in targets}, "note": NOTE},
                    "cases": [r.as_json(cpus) for r in results]}, sys.stdout, indent=1)

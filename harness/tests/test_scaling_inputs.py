@@ -6,7 +6,7 @@ import json
 import pytest
 
 from harness import cli
-from harness.analysis import evidence, machines, published, queueing, scaling_inputs
+from harness.analysis import evidence, machines, queueing, scaling_inputs
 from harness.analysis import source_lines
 from harness.analysis import scaling_validation
 from harness.layout import default_layout
@@ -114,53 +114,6 @@ def test_two_cpu_contention_is_predicted_from_one_cpu_alone(tmp_path):
     assert ratio.measured == pytest.approx(18000 / 10000)
     assert 1.9 < ratio.predicted < 2.0
     assert ratio.measured_low < ratio.measured < ratio.measured_high
-
-
-def test_published_anchors_are_evaluated_on_every_machine(tmp_path):
-    rows = mainline_rows()
-    inputs = scaling_inputs.run_inputs(default_layout(), tmp_path, rows, ["mainline"])
-    # The run's case stands in for Chinner's profile (the anchor's own case is absent).
-    (case,) = inputs
-    stand_in = dataclasses.replace(case, case=evidence.Case("create-unlink", "xfs",
-                                                            "create-unlink"))
-    outcomes = {o.anchor.key: o for o in published.evaluate([stand_in])}
-    plateau = outcomes["chinner-plateau"]
-    assert set(plateau.values) == {m.key for m in machines.MACHINES}
-    for m in machines.MACHINES:
-        # sb_list: 2 acquisitions, queued sections of H + t (1 + W + s) cap the rate at
-        # 1 / (2 S(2)); the plateau lies between that and the found-free rate.
-        lock = next(lock for lock in stand_in.machine_profile(m.ns_per_insn).locks
-                    if lock.name == "sb_list")
-        queued = lock.service_ns(2, 256, m.at(256))
-        free = lock.service_ns(1, 256, m.at(256))
-        assert 1e9 / (2 * queued) * 0.99 <= plateau.values[m.key] <= 1e9 / (2 * free) * 1.01
-    assert plateau.band == (min(plateau.values.values()), max(plateau.values.values()))
-    assert plateau.holds == any(plateau.anchor.low <= v <= plateau.anchor.high
-                                for v in plateau.values.values())
-    assert outcomes["guzik-ratio"].values == {} and outcomes["guzik-ratio"].holds is None
-    long = outcomes["long-add"]  # the four-socket machine decides Long's anchors
-    assert long.anchor.machine == "4s" and long.values == {} and long.holds is None
-    assert all(a.source and a.published and a.low < a.published < a.high
-               and a.why_profile for a in published.ANCHORS)
-    source, before = published.before()
-    assert "issue 14" in source and before["chinner-plateau"].model > 0
-
-
-def test_guzik_setup_adds_the_eviction_and_the_cold_chain():
-    profile = queueing.Profile(5000.0, (
-        queueing.Lock("hash", 2.0, 20.0), queueing.Lock("sb_list", 1.0, 5.0,
-                                                        lines_from_previous=1.0)))
-    before, outside_before = published.guzik_profile(profile, after=False)
-    after, outside_after = published.guzik_profile(profile, after=True)
-    hb = next(lock for lock in before.locks if lock.name == "hash")
-    ha = next(lock for lock in after.locks if lock.name == "hash")
-    chain = published.GUZIK_CACHED / published.GUZIK_BUCKETS
-    assert hb.acquisitions_per_op == 3 and ha.acquisitions_per_op == 2
-    assert hb.cold_lines == pytest.approx((chain + 1 + 0 + 2) / 3)
-    assert ha.cold_lines == pytest.approx(1.0) and outside_before == 0
-    assert outside_after == pytest.approx(chain + 1)
-    sb = next(lock for lock in before.locks if lock.name == "sb_list")
-    assert sb.acquisitions_per_op == 2 and sb.inside == "hash" and sb.inside_share == 0.5
 
 
 def test_line_rows_replace_the_source_counts_and_nest():
