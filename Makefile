@@ -1,6 +1,7 @@
 # inode-duel: build the kernels, boot them in QEMU, measure, compare.
 #
 #   make compare   [KERNELS="mainline base ..."] [CPUS="1 2"] [REPEAT=3] [WORKLOADS=default|all|names|default,NAME]
+#   make duel                           the reference's matrix: compare with DUEL=1 (both pairs)
 #   make kernels   [KERNELS=...]        build (or find cached) perf and debug images
 #   make soak DURATION=1h               random mixes on the debug and sanitize kernels
 #   make faults [DURATION=2h]           fault injection in the inode cache, mainline the control
@@ -19,7 +20,10 @@
 # COUNT_CPUS (vCPUs of the debug-only count boots of the workloads that ask for
 # them, never timed; default 4; none skips them),
 # WORKLOADS, FLAVOURS, BASELINE, FULL=1 (base too, all workloads, REPEAT=5,
-# ICOUNT_REPEAT=3), V=1 (echo the guest console), IMAGES=DIR (kernel images
+# ICOUNT_REPEAT=3), DUEL=1 (make duel: the historical pair chinner-2.6.39 and
+# piggin-2010 too, DUEL_REPEAT=6 timed rounds of chinner and piggin, DEBUG_REPEAT=3,
+# RR_REPEAT=1 tcg-cs-rr boots, and the duel's own workloads), DUEL_REPEAT, RR_REPEAT,
+# V=1 (echo the guest console), IMAGES=DIR (kernel images
 # from another build folder or a shared cache), NO_BUILD=1 (never build a
 # kernel: a missing image is an error naming it), WORKLOADS_DIR=DIR[:DIR...]
 # (workload declarations from folders of your own instead of workloads/).
@@ -42,6 +46,9 @@ FLAVOURS ?=
 RUN_DIR ?=
 BASELINE ?=
 FULL ?=
+DUEL ?=
+DUEL_REPEAT ?=
+RR_REPEAT ?=
 DURATION ?=
 BUDGET ?=
 SEED ?=
@@ -67,12 +74,14 @@ WORKLOAD_PACKAGES := $(shell $(PYTHON) -m harness workload-packages $(WORKLOADS_
 ALL_PACKAGES = $(PACKAGES) $(WORKLOAD_PACKAGES)
 DEPS_STAMP = build/.deps-$(shell echo $(ALL_PACKAGES) | md5sum | cut -c1-8)
 
-.PHONY: compare soak faults kcsan report slides reference kernels bisect-check compile-check test test-extra unit-test clean deps check-workloads padlock-image padlock-sweep synchole-check
+.PHONY: compare duel soak faults kcsan report slides reference kernels bisect-check compile-check test test-extra unit-test clean deps check-workloads padlock-image padlock-sweep synchole-check
 
 # Only the knobs that were set, on one line: the echoed command is what ran.
 COMPARE_KNOBS = $(strip $(if $(KERNELS),--kernels $(KERNELS)) $(if $(CPUS),--cpus $(CPUS)) \
 	$(if $(REPEAT),--repeat $(REPEAT)) $(if $(DEBUG_REPEAT),--debug-repeat $(DEBUG_REPEAT)) \
 	$(if $(ICOUNT_REPEAT),--icount-repeat $(ICOUNT_REPEAT)) $(if $(FULL),--full) \
+	$(if $(DUEL),--duel) $(if $(DUEL_REPEAT),--duel-repeat $(DUEL_REPEAT)) \
+	$(if $(RR_REPEAT),--rr-repeat $(RR_REPEAT)) \
 	$(if $(CS_REPEAT),--cs-repeat $(CS_REPEAT)) $(if $(ORDER_SEED),--order-seed $(ORDER_SEED)) \
 	$(if $(COUNT_CPUS),--count-cpus $(COUNT_CPUS)) \
 	$(if $(WORKLOADS),--workloads $(WORKLOADS)) \
@@ -87,6 +96,10 @@ SOAK_KNOBS = $(strip $(if $(KERNELS),--kernels $(KERNELS)) $(if $(FLAVOURS),--fl
 
 compare: $(DEPS_STAMP) check-workloads
 	$(strip $(HARNESS) compare $(COMPARE_KNOBS))
+
+# The reference's matrix (DUEL=1): both pairs, six timed rounds of the isolated one.
+duel: $(DEPS_STAMP) check-workloads
+	$(strip $(HARNESS) compare --duel $(COMPARE_KNOBS))
 
 # Random workload mixes on the debug and sanitize kernels until DURATION is up.
 soak: $(DEPS_STAMP) check-workloads

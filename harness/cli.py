@@ -94,11 +94,12 @@ def existing_kernels(layout) -> list[str]:
 LEFT_OUT_OF_DEFAULT_COMPARE = ("base",)
 
 
-def compare_kernels(layout, full: bool) -> list[str]:
+def compare_kernels(layout, full: bool, duel: bool = False) -> list[str]:
     """The kernels of a compare not given --kernels: mainline and the two designs,
-    and with --full every kernel whose series exists."""
-    return [k for k in existing_kernels(layout)
-            if full or k not in LEFT_OUT_OF_DEFAULT_COMPARE]
+    with --full every kernel whose series exists, and with --duel the historical pair
+    too (series.HISTORICAL: the designs as a 2010 summit compared them)."""
+    found = [k for k in existing_kernels(layout) if full or k not in LEFT_OUT_OF_DEFAULT_COMPARE]
+    return found + (list(series.HISTORICAL) if duel else [])
 
 
 def _split(values: list[str]) -> list[str]:
@@ -240,8 +241,12 @@ def cmd_compare(args) -> int:
     known = workloads.load_all(layout.workloads)  # validated before anything is built
     # Only the knobs given on the command line; the rest are Matrix's defaults.
     knobs = dict(matrix.FULL) if args.full else {}
+    if args.duel:
+        spec = matrix.DUEL["workloads"] if not args.full else knobs.get("workloads")
+        knobs.update(matrix.DUEL, workloads=spec)
     knobs.update({name: getattr(args, name) for name in ("repeat", "debug_repeat",
                                                          "icount_repeat", "cs_repeat",
+                                                         "duel_repeat", "rr_repeat",
                                                          "order_seed")
                   if getattr(args, name) is not None})
     spec = " ".join(args.workloads) if args.workloads else \
@@ -253,7 +258,7 @@ def cmd_compare(args) -> int:
         knobs["count_cpus"] = tuple(int(c) for c in _split(args.count_cpus) if c != "none")
     chosen = workloads.select(known, spec)
     kernels = (series.expand_names(layout, _split(args.kernels)) if args.kernels
-               else compare_kernels(layout, args.full))
+               else compare_kernels(layout, args.full, args.duel))
     for kernel in kernels:
         series.resolve(layout, kernel)  # unknown names and missing patches fail here
         lockorder.for_kernel(layout, kernel)  # and a missing lock-order file
@@ -521,6 +526,12 @@ def _add_compare(sub) -> None:
     p.add_argument("--icount-repeat", type=int, help="1-vCPU -icount perf boots per kernel")
     p.add_argument("--cs-repeat", type=int,
                    help="1-vCPU tcg-cs boots per kernel: critical-section lengths")
+    p.add_argument("--duel-repeat", type=int,
+                   help=f"timed rounds of {' and '.join(matrix.DUEL_PAIR)} per vCPU count "
+                        "(the rounds past --repeat boot the pair alone)")
+    p.add_argument("--rr-repeat", type=int,
+                   help=f"{matrix.RR_CPUS}-vCPU tcg-cs-rr boots per kernel of the count-boots "
+                        "workloads: the instructions of failed trylock loops")
     p.add_argument("--order-seed", type=int,
                    help="seed of the kernels' order in each round of timed boots "
                         "(default: a new one, kept in the manifest)")
@@ -532,6 +543,10 @@ def _add_compare(sub) -> None:
     p.add_argument("--full", action="store_true",
                    help="every kernel and workload, more boots: " + ", ".join(
                        f"{k}={v}" for k, v in matrix.FULL.items()))
+    p.add_argument("--duel", action="store_true",
+                   help="the reference's matrix: the historical pair ("
+                        + ", ".join(series.HISTORICAL) + ") beside the default kernels, "
+                        + ", ".join(f"{k}={v}" for k, v in matrix.DUEL.items()))
     p.add_argument("--accel", choices=["tcg", "kvm"], help="skip the KVM probe")
     p.add_argument("--run-dir")
     p.add_argument("--baseline", help="kernel the others are compared to (default: mainline)")

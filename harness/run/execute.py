@@ -75,8 +75,8 @@ class Executor(Protocol):
 
 def job_machine(layout: Layout, job: BootJob, accel: str) -> qemu.Machine:
     """The machine of a boot; a tcg-cs one carries the plugin configured for its folder."""
-    if job.config.mode == tcg_cs.MODE:
-        return tcg_cs.machine(layout, job.image, job.directory, job.order,
+    if job.config.mode in (tcg_cs.MODE, tcg_cs.MODE_RR):
+        return tcg_cs.machine(layout, job.image, job.directory, job.order, job.config.cpus,
                               repetition=job.config.repetition)
     return job.config.machine(accel)
 

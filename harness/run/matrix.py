@@ -56,6 +56,16 @@ COUNT_CPUS = (4,)
 OVERSUBSCRIBED = "-oversubscribed"
 # FULL=1: every workload, more boots for tighter intervals.
 FULL = {"repeat": 5, "icount_repeat": 3, "workloads": "all"}
+# The pair the duel is about: the rounds of duel_repeat beyond repeat time them alone.
+DUEL_PAIR = ("chinner", "piggin")
+# DUEL=1 (make duel, the reference): both pairs (the isolated one and the historical
+# one, series.HISTORICAL), six timed rounds of the isolated pair per vCPU count, three
+# debug boots per kernel (a contention claim needs boots to compare, issue 38), the
+# failed trylocks' instructions of the retrying workloads (tcg-cs round robin at 2
+# vCPUs), and the workloads only the duel needs.
+DUEL = {"duel_repeat": 6, "debug_repeat": 3, "rr_repeat": 1,
+        "workloads": "default,sbwalk-churn,hotinode-crowd"}
+RR_CPUS = 2  # tcg-cs-rr boots: two vCPUs round robin
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,12 @@ class Matrix:
     # first): two, since their counts repeat within 0.04% from boot to boot (NOTES,
     # tcg-cs) and a third cost a minute of the default run (NOTES, issue 24)
     cs_repeat: int = 2
+    # Timed rounds of DUEL_PAIR per vCPU count when more than repeat: the rounds past
+    # repeat boot the pair alone, interleaved in a drawn order as every round.
+    duel_repeat: int = 0
+    # 2-vCPU tcg-cs-rr boots per kernel of the count-boots workloads: the instructions
+    # of failed trylock loops (boot/tcg_cs.py, mode tcg-cs-rr).
+    rr_repeat: int = 0
     flavours: tuple[str, ...] = DEFAULT_FLAVOURS
     max_reruns: int = 2  # of a timed step disturbed by a busy host
     # the kernels' order in each round of timed boots; a new one per run, kept
@@ -138,10 +154,15 @@ class Matrix:
                     configs += [BootConfig(k, "perf", "tcg-icount", 1, rep) for k in self.kernels]
                 for rep in range(1, self.cs_repeat + 1):
                     configs += [BootConfig(k, "perf", tcg_cs.MODE, 1, rep) for k in self.kernels]
+                if any(w.count_boots for w in self.workloads):
+                    for rep in range(1, self.rr_repeat + 1):
+                        configs += [BootConfig(k, "perf", tcg_cs.MODE_RR, RR_CPUS, rep)
+                                    for k in self.kernels]
             orders = self.round_orders()
-            for rep in range(1, self.repeat + 1):
+            pair = [k for k in self.kernels if k in DUEL_PAIR]
+            for rep in range(1, max(self.repeat, self.duel_repeat if pair else 0) + 1):
                 for c in self.cpus:
-                    kernels = list(self.kernels)
+                    kernels = list(self.kernels) if rep <= self.repeat else list(pair)
                     orders.shuffle(kernels)
                     configs += [BootConfig(k, "perf", boot_mode(accel, c, cores), c, rep)
                                 for k in kernels]
@@ -157,6 +178,8 @@ class Matrix:
     def workloads_for(self, config: BootConfig) -> list[Workload]:
         """The workloads a boot configuration runs: their flavours, and only those
         that ask for count boots in one."""
+        if config.mode == tcg_cs.MODE_RR:  # the retrying workloads only
+            return [w for w in self.workloads if config.flavour in w.flavours and w.count_boots]
         counting = config.cpus in self.counted_cpus
         return [w for w in self.workloads if config.flavour in w.flavours
                 and (w.count_boots or not counting)]
@@ -213,14 +236,15 @@ def cell_key(image: KernelImage, guest_digest: str, config: BootConfig, workload
     words = config.machine(machine.accel).kernel_words
     if words:  # -icount boots keep the SMP code (qemu.ICOUNT_CMDLINE)
         h.update(words.encode())
-    if config.mode == tcg_cs.MODE:  # the plugin measures: a changed one measures anew
+    if config.mode in (tcg_cs.MODE, tcg_cs.MODE_RR):  # a changed plugin measures anew
         h.update(tcg_cs.plugin_digest().encode())
     return h.hexdigest()[:20]
 
 
 def image_of(config: BootConfig) -> tuple[str, str]:
     """The images key of a boot: tcg-cs boots run the perf image, which carries the markers."""
-    return config.kernel, tcg_cs.FLAVOUR if config.mode == tcg_cs.MODE else config.flavour
+    return config.kernel, (tcg_cs.FLAVOUR if config.mode in (tcg_cs.MODE, tcg_cs.MODE_RR)
+                           else config.flavour)
 
 
 def plan_boots(matrix: Matrix, images: dict[tuple[str, str], KernelImage],

@@ -220,3 +220,35 @@ def test_a_default_compare_runs_mainline_and_the_two_designs_and_full_adds_base(
     assert cli.compare_kernels(layout, full=False) == ["mainline", "chinner", "piggin"]
     assert cli.compare_kernels(layout, full=True) == cli.existing_kernels(layout)
     assert "base" in cli.compare_kernels(layout, full=True)
+
+
+def test_the_duel_times_its_pair_for_more_rounds_and_prices_the_retries(tmp_path):
+    from harness import cli
+    from harness.boot import tcg_cs
+    from harness.layout import default_layout
+    kernels = cli.compare_kernels(default_layout(), full=False, duel=True)
+    assert kernels == ["mainline", "chinner", "piggin", "chinner-2.6.39", "piggin-2010"]
+    plain = _declared(tmp_path, "plain", "")
+    counted = _declared(tmp_path, "counted", "count-boots = yes\n")
+    m = matrix.Matrix(kernels=kernels, cpus=[1, 2], workloads=[plain, counted], repeat=3,
+                      duel_repeat=6, rr_repeat=1, order_seed=3)
+    boots = m.boots("tcg", 2)
+    perf = [b for b in boots if b.flavour == "perf" and b.mode == "tcg"]
+    for cpus in (1, 2):
+        rounds = {}
+        for b in perf:
+            if b.cpus == cpus:
+                rounds.setdefault(b.repetition, []).append(b.kernel)
+        # Six rounds per vCPU count for the pair; every kernel in the first three only.
+        assert sorted(rounds) == [1, 2, 3, 4, 5, 6]
+        assert all(sorted(rounds[r]) == sorted(kernels) for r in (1, 2, 3))
+        assert all(sorted(rounds[r]) == ["chinner", "piggin"] for r in (4, 5, 6))
+    rr = [b for b in boots if b.mode == tcg_cs.MODE_RR]
+    assert [(b.kernel, b.cpus) for b in rr] == [(k, matrix.RR_CPUS) for k in kernels]
+    assert [w.name for w in m.workloads_for(rr[0])] == ["counted"]
+    assert matrix.image_of(rr[0]) == (rr[0].kernel, tcg_cs.FLAVOUR)
+    # Without the pair, no extra rounds.
+    alone = matrix.Matrix(kernels=["mainline"], cpus=[1], workloads=[plain], repeat=2,
+                          duel_repeat=6)
+    assert {b.repetition for b in alone.boots("tcg", 2) if b.flavour == "perf"
+            and b.mode == "tcg"} == {1, 2}
