@@ -327,9 +327,35 @@ def _inside(figures: dict[str, float]) -> tuple[str, float]:
     return outer, min(1.0, shares[outer])
 
 
+# The kernel parameter that sizes the inode hash (fs/inode.c); alloc_large_system_hash
+# rounds the entries it is given up to a power of two.
+HASH_PARAMETERS = {"Inode-cache": "ihash_entries"}
+
+
+def _declared_entries(layout: Layout, workload: str, table: str | None) -> int | None:
+    """The hash table size a workload's own kernel parameters set (igetstorm-crowded's
+    ihash_entries=16), rounded up to a power of two as the kernel does; None without one.
+    Its boots' consoles are not the ones the run's table sizes come from (perf boots
+    of the default table)."""
+    parameter = HASH_PARAMETERS.get(table or "")
+    if parameter is None:
+        return None
+    try:
+        declared = workload_files.read_all(layout.workloads)[0].get(workload)
+    except OSError:
+        return None
+    for word in (declared.cmdline.split() if declared else []):
+        name, _, value = word.partition("=")
+        if name == parameter and value.isdigit() and int(value) > 0:
+            return 1 << (int(value) - 1).bit_length()
+    return None
+
+
 def _instances(scope: lockscope.RoleScope, tables: dict[str, dict[str, TableSize]],
-               kernel: str, notes: list[str]) -> int | None:
+               kernel: str, notes: list[str], declared: int | None = None) -> int | None:
     if scope.scope == "per-bucket":
+        if declared is not None:
+            return declared
         size = tables.get(kernel, {}).get(scope.table)
         if size is None:
             notes.append(f"{scope.role}: no console of {kernel} gave the {scope.table} hash "
@@ -392,7 +418,8 @@ def case_inputs(layout: Layout, rows: list[Row], tables: dict[str, dict[str, Tab
         outer, share = _inside(mine)
         roles.append(RoleInput(role, count, holds_us.get(role, 0.0) * 1e-6 * debug_rate,
                                cs_hold / insn if cs_hold and insn else None, scope,
-                               _instances(scope, tables, kernel, notes),
+                               _instances(scope, tables, kernel, notes, _declared_entries(
+                                   layout, case.workload, scope.table)),
                                lines.get(role), _lines(mine, kernel, role), outer, share))
     blocked = _means(ok, metric=BLOCKED_METRIC, lock="", kernel=kernel, flavour="perf",
                      mode="tcg", cpus=1, procs=1, **m).get("")

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from harness import cli
+from harness import cli, lockscope
 from harness.analysis import evidence, machines, queueing, scaling_inputs
 from harness.analysis import source_lines
 from harness.analysis import scaling_validation
@@ -208,3 +208,17 @@ def test_the_workload_declaration_says_how_many_inodes_the_workers_share(tmp_pat
         "name = hot\nsummary = s\nrun = true\noutput = none\nfs = tmpfs\nshared-inodes = 4\n")
     assert scaling_inputs._shared_inodes(layout, "hot") == 4
     assert scaling_inputs._shared_inodes(layout, "absent") is None
+
+
+def test_a_workloads_own_hash_size_sets_its_buckets():
+    # igetstorm-crowded boots with ihash_entries=16: its chains are the guest's 16, not the
+    # default table the perf boots' consoles announce (the crowding the case exists for).
+    layout = default_layout()
+    assert scaling_inputs._declared_entries(layout, "igetstorm-crowded", "Inode-cache") == 16
+    assert scaling_inputs._declared_entries(layout, "igetstorm", "Inode-cache") is None
+    assert scaling_inputs._declared_entries(layout, "igetstorm-crowded", None) is None
+    scope = lockscope.RoleScope("hash", "per-bucket", "Inode-cache")
+    notes: list[str] = []
+    tables = {"chinner": {"Inode-cache": scaling_inputs.TableSize(1 << 17, "console")}}
+    assert scaling_inputs._instances(scope, tables, "chinner", notes, 16) == 16
+    assert scaling_inputs._instances(scope, tables, "chinner", notes) == 1 << 17
