@@ -80,7 +80,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -158,6 +158,16 @@ class Lock:
     per_inode: bool = False  # queues over the profile's shared inodes, if any
     inside: str = ""  # the lock held around this one's nested acquisitions
     inside_share: float = 0.0  # the share of acquisitions made inside it
+    # Failed trylocks of this lock per operation, measured with two CPUs, and what
+    # one costs (the retry loop's instructions: dropping the outer lock, cpu_relax,
+    # taking it again). A queued lock's failures scale with the odds b / (1 - b) of
+    # finding an instance held, from their value at two CPUs, where the one other
+    # CPU holds it with the model's probability b2: with n CPUs, each of the n - 1
+    # others does, b = 1 - (1 - b2)^(n - 1). That depends on n alone, not on the
+    # level's queues, which the retries' own time would feed back into. A private
+    # lock's failures stay what they were at two CPUs.
+    retries_at_two: float = 0.0
+    retry_ns: float = 0.0
 
     @property
     def demand_ns(self) -> float:
@@ -312,6 +322,23 @@ class _Station:
     services: list[float] = field(default_factory=list)  # S(1..) at this level
     residence: float = 0.0  # per visit, at this level
     arrival_service: float = 0.0
+    busy_at_two: float | None = None  # b2: an arrival finds the instance held, two CPUs
+
+
+def _odds(busy: float) -> float:
+    return busy / (1.0 - busy) if busy < 1.0 else math.inf
+
+
+def _retry_ns(lock: Lock, station: _Station | None, n: int) -> float:
+    """What failed trylocks of `lock` add to an operation with n CPUs."""
+    if lock.retries_at_two <= 0 or n < 2:
+        return 0.0
+    failures = lock.retries_at_two
+    b2 = station.busy_at_two if station is not None else None
+    if b2:
+        busy = 1.0 - (1.0 - b2) ** (n - 1)
+        failures *= min(_odds(busy) / _odds(b2), RETRY_CAP)
+    return failures * lock.retry_ns
 
 
 def _nesting_order(profile: Profile) -> list[Lock]:
@@ -363,6 +390,10 @@ def as_costs(costs: CostModel | float) -> CostModel:
     return FixedCosts(float(costs)) if isinstance(costs, (int, float)) else costs
 
 
+# A lock nearly always held would make its failed trylocks' odds unbounded; past this
+# many times their two-CPU rate the operation is all retries, and the retry loop's
+# own queueing (not modelled) would govern it.
+RETRY_CAP = 1000.0
 # Up to this many CPUs every count is solved by a recursion of its own, with that
 # count's costs at every level (exact for the product-form network of N CPUs);
 # beyond, the recursion goes on from there with each level's costs. The (1 - 1/n)
@@ -377,8 +408,13 @@ def _step(profile: Profile, stations: list[_Station], n: int, cpus: int,
     if costs.transfer_ns < 0 or costs.memory_ns < 0:
         raise ValueError("line costs must not be negative")
     _level(stations, cpus, costs)
+    if n == 2:
+        for st in stations:
+            st.busy_at_two = 1.0 - st.probabilities[0]
+    by_name = {st.lock.name: st for st in stations}
     cycle = profile.think_ns + profile.blocked_ns + profile.private_ns(costs) + sum(
-        profile.cycle_share(st.lock, st.residence) for st in stations)
+        profile.cycle_share(st.lock, st.residence) for st in stations) + sum(
+        _retry_ns(lock, by_name.get(lock.name), n) for lock in profile.locks)
     x = n / (cycle * NS)  # operations per second
     utilization, contentions, wait, spin = {}, {}, {}, {}
     for st in stations:
@@ -443,13 +479,19 @@ def violations(prediction: Prediction, rel: float = 1e-9) -> list[str]:
     or falls as CPUs are added while no lock's service grew: a solver defect. A fall
     while the busiest lock's 1 / (A S) shrinks is the model's own prediction (the
     lines a hand-off moves cost more once other CPUs hold the lock: piggin's one anon
-    inode), not a defect; so is a fall that the MCS queue's dearer hand-off explains
-    (it disappears when that hand-off costs what a pending waiter's does)."""
+    inode), not a defect; so is a fall that the MCS queue's dearer hand-off or the
+    failed trylocks' growing odds explain (it disappears when that hand-off costs what
+    a pending waiter's does and nothing retries)."""
     found = _violations(prediction, rel)
-    if any("falls" in v for v in found) and any(
-            lock.kind == "qspinlock" for lock in prediction.profile.queued):
-        flat = solve(prediction.profile, prediction.points[-1].cpus,
-                     _FlatHandoff(prediction.costs))
+    profile = prediction.profile
+    if any("falls" in v for v in found) and (
+            any(lock.kind == "qspinlock" for lock in profile.queued)
+            or any(lock.retries_at_two for lock in profile.locks)):
+        # The control: hand-offs that cost a pending waiter's, and no failed trylocks
+        # (their odds grow with the CPU count by design).
+        plain = replace(profile, locks=tuple(replace(lock, retries_at_two=0.0)
+                                             for lock in profile.locks))
+        flat = solve(plain, prediction.points[-1].cpus, _FlatHandoff(prediction.costs))
         if not any("falls" in v for v in _violations(flat, rel)):
             found = [v for v in found if "falls" not in v]
     return found
@@ -481,7 +523,7 @@ def _violations(prediction: Prediction, rel: float) -> list[str]:
 
 LOCK_FIELDS = {"name", "acquisitions_per_op", "hold_ns", "instances", "kind", "shared",
                "lines_from_previous", "lockword_written", "cold_lines", "per_inode", "inside",
-               "inside_share"}
+               "inside_share", "retries_at_two", "retry_ns"}
 PROFILE_FIELDS = {"think_ns", "locks", "blocked_ns", "shared_inodes"}
 
 
@@ -533,7 +575,8 @@ def _lock_from_json(item, where: str) -> Lock:
         lines_from_previous=number("lines_from_previous"),
         lockword_written=number("lockword_written", maximum=1.0),
         cold_lines=number("cold_lines"), per_inode=_flag(item, "per_inode", where, False),
-        inside=inside, inside_share=number("inside_share", maximum=1.0))
+        inside=inside, inside_share=number("inside_share", maximum=1.0),
+        retries_at_two=number("retries_at_two"), retry_ns=number("retry_ns"))
 
 
 def _check_nesting(locks: list[Lock], source: str) -> None:
@@ -599,7 +642,8 @@ def profile_to_json(profile: Profile) -> dict:
                             "lines_from_previous": lock.lines_from_previous,
                             "lockword_written": lock.lockword_written,
                             "cold_lines": lock.cold_lines, "per_inode": lock.per_inode,
-                            "inside": lock.inside, "inside_share": lock.inside_share}
+                            "inside": lock.inside, "inside_share": lock.inside_share,
+                            "retries_at_two": lock.retries_at_two, "retry_ns": lock.retry_ns}
                            for lock in profile.locks]}
     if profile.shared_inodes is not None:
         out["shared_inodes"] = profile.shared_inodes

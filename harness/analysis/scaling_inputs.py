@@ -128,6 +128,10 @@ class RoleInput:
     counted: LineCounts = LineCounts()  # the model's W, s, C, measured or from the source
     inside: str = ""  # the role held around a share of this one's acquisitions
     inside_share: float = 0.0
+    # Failed trylocks of the role per op at RR_CPUS vCPUs round robin (tcg-cs-rr), and
+    # the retry loops' instructions per failure; 0 where the run has no such boots.
+    retries_at_two: float = 0.0
+    retry_instructions: float = 0.0
 
     def share(self, production: bool) -> float:
         return self.cs_share if production and self.cs_share is not None else self.debug_share
@@ -183,13 +187,17 @@ class CaseInputs:
             locked += r.acquisitions_per_op * hold * (1 - self._nested_share(r))
             queued = r.scope.shared and r.instances is not None
             lines = r.counted if production else LineCounts()
+            retry_ns = (r.retry_instructions / self.insn_per_op * op_ns
+                        if production and self.insn_per_op else 0.0)
             locks.append(Lock(r.role, r.acquisitions_per_op, hold,
                               instances=r.instances if queued else 1,
                               kind="bitlock" if production and r.scope.bitlock else "qspinlock",
                               shared=queued, lines_from_previous=lines.from_previous,
                               lockword_written=lines.lockword_written, cold_lines=lines.cold,
                               per_inode=r.scope.scope == "per-inode", inside=r.inside,
-                              inside_share=r.inside_share))
+                              inside_share=r.inside_share,
+                              retries_at_two=r.retries_at_two if retry_ns else 0.0,
+                              retry_ns=retry_ns))
         think = op_ns - locked
         if think < 0:
             raise InputError(f"{self.kernel} {self.case.label}: the locks' hold time "
@@ -305,6 +313,36 @@ def _cs_role_figures(ok: list[Row], kernel: str, m: dict) -> dict[str, dict[str,
             for role, metrics in out.items()}
 
 
+RR_MODE = "tcg-cs-rr"
+RR_CPUS = 2
+FAILURES = "trylock_failures_per_op."
+RETRY_INSTRUCTIONS = "trylock_retry_instructions_per_op."
+
+
+def _retries(ok: list[Row], kernel: str, m: dict) -> dict[str, tuple[float, float]]:
+    """role -> (failed trylocks per op, retry instructions per failure) at RR_CPUS vCPUs
+    round robin, summed over the role's trylock sites, means over the run's boots."""
+    per_boot: dict[tuple[str, int], dict[str, float]] = defaultdict(
+        lambda: {"failures": 0.0, "instructions": 0.0})
+    for r in ok:
+        if (r.lock and r.kernel == kernel and r.mode == RR_MODE and r.cpus == RR_CPUS
+                and all(getattr(r, k) == v for k, v in m.items())):
+            if r.metric.startswith(FAILURES):
+                per_boot[r.lock, r.repetition]["failures"] += r.value
+            elif r.metric.startswith(RETRY_INSTRUCTIONS):
+                per_boot[r.lock, r.repetition]["instructions"] += r.value
+    roles: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for (role, _), figures in per_boot.items():
+        roles[role].append(figures)
+    out = {}
+    for role, boots in roles.items():
+        failures = sum(b["failures"] for b in boots) / len(boots)
+        instructions = sum(b["instructions"] for b in boots) / len(boots)
+        if failures > 0:
+            out[role] = (failures, instructions / failures)
+    return out
+
+
 def _lines(figures: dict[str, float], kernel: str, role: str) -> LineCounts:
     """W, s and C of a role: measured when the run has the rows, else from the source."""
     if any(metric in figures for metric in MODEL_LINE_METRICS.values()):
@@ -405,6 +443,7 @@ def case_inputs(layout: Layout, rows: list[Row], tables: dict[str, dict[str, Tab
     figures = _cs_role_figures(ok, kernel, m)
     lines = role_lines(ok, dict(kernel=kernel, flavour="perf", mode=CS_MODE, cpus=1, **m))
     notes: list[str] = []
+    retries = _retries(ok, kernel, m)
     roles = []
     for role, count in acquisitions.items():
         if not role or not count:  # a role the case never took queues nowhere
@@ -420,7 +459,8 @@ def case_inputs(layout: Layout, rows: list[Row], tables: dict[str, dict[str, Tab
                                cs_hold / insn if cs_hold and insn else None, scope,
                                _instances(scope, tables, kernel, notes, _declared_entries(
                                    layout, case.workload, scope.table)),
-                               lines.get(role), _lines(mine, kernel, role), outer, share))
+                               lines.get(role), _lines(mine, kernel, role), outer, share,
+                               *retries.get(role, (0.0, 0.0))))
     blocked = _means(ok, metric=BLOCKED_METRIC, lock="", kernel=kernel, flavour="perf",
                      mode="tcg", cpus=1, procs=1, **m).get("")
     return CaseInputs(kernel, case, unit, tuple(roles), insn, insn_source, _hold_source(roles),

@@ -198,6 +198,11 @@ class Section:
         parts.append(f"{scaling_inputs.CS_HOLD} for {counted} of {len(roles)} lock roles "
                      "of those cases")
         parts += [f"{source} for {n} roles" for source, n in sorted(lines.items())]
+        retrying = [(i.kernel, r.role) for i in used for r in i.roles if r.retries_at_two]
+        parts.append(f"failed trylocks per op and their retry loops' instructions (tcg-cs-rr, "
+                     f"2 vCPUs round robin) for {len(retrying)} roles"
+                     + (f" ({', '.join(sorted({k for k, _ in retrying}))})" if retrying else
+                        " (none: no tcg-cs-rr boots, so retries cost nothing in the model)"))
         blocked = sum(1 for i in used if i.blocked_ns_per_op is not None)
         parts.append(f"blocked time per operation (wall minus CPU, perf kernels) for {blocked} "
                      f"of {len(used)} kernel-cases (none: blocked time counts as 0)")

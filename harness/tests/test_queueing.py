@@ -2,6 +2,7 @@
 solution and hand-computed cases."""
 
 import json
+from dataclasses import replace
 import math
 import time
 from decimal import Decimal, getcontext
@@ -322,3 +323,22 @@ def test_solver_is_fast_enough_for_a_report():
     queueing.solve(profile, 256, machines.by_key("4s"))
     assert time.perf_counter() - started < 2.0
     assert math.isfinite(queueing.solve(profile, 256, 100.0).at(256).ops_per_s)
+
+
+def test_failed_trylocks_cost_their_loop_and_grow_with_the_odds_of_a_held_lock():
+    hot = Lock("i_lock", 4.0, 200.0, shared=False, per_inode=True,
+               retries_at_two=0.5, retry_ns=300.0)
+    shared = Profile(5000.0, (hot,), shared_inodes=1)
+    never = Profile(5000.0, (replace(hot, retries_at_two=0.0),), shared_inodes=1)
+    one, two = (queueing.solve(p, 16, 100.0) for p in (shared, never))
+    # One CPU never fails a trylock; with two, 0.5 failures of 300 ns per op.
+    assert one.at(1).ops_per_s == two.at(1).ops_per_s
+    assert 1e9 / one.at(2).ops_per_s > 1e9 / two.at(2).ops_per_s
+    # The odds of meeting the inode held grow with the CPUs, and so do the failures.
+    slower = [two.at(n).ops_per_s / one.at(n).ops_per_s for n in (2, 8, 16)]
+    assert slower[0] < slower[1] < slower[2]
+    assert queueing.violations(one) == []
+    # A private lock's measured failures stay what they were at two CPUs.
+    private = Profile(5000.0, (hot,))
+    cost = [n * 1e9 / queueing.solve(private, n, 100.0).at(n).ops_per_s for n in (2, 16)]
+    assert cost[0] == pytest.approx(cost[1])

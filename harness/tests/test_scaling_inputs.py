@@ -222,3 +222,23 @@ def test_a_workloads_own_hash_size_sets_its_buckets():
     tables = {"chinner": {"Inode-cache": scaling_inputs.TableSize(1 << 17, "console")}}
     assert scaling_inputs._instances(scope, tables, "chinner", notes, 16) == 16
     assert scaling_inputs._instances(scope, tables, "chinner", notes) == 1 << 17
+
+
+def test_failed_trylocks_at_two_vcpus_round_robin_reach_the_model():
+    rows = mainline_rows() + [
+        row("mainline", "perf", "tcg-cs", 1, 1, "", "instructions_per_op", 16000.0),
+        row("mainline", "perf", "tcg-cs", 1, 1, "i_lock", "cs_instructions_per_acq", 40.0)]
+    for rep, (a, b) in enumerate(((0.25, 0.15), (0.35, 0.25)), 1):  # two sites, two boots
+        for site, failures in (("find_inode_fast+0x5c", a), ("writeback_sb_inodes+0x1f0", b)):
+            rows += [row("mainline", "perf", "tcg-cs-rr", 2, 2, "i_lock",
+                         f"trylock_failures_per_op.{site}", failures, rep),
+                     row("mainline", "perf", "tcg-cs-rr", 2, 2, "i_lock",
+                         f"trylock_retry_instructions_per_op.{site}", failures * 120.0, rep)]
+    inputs = scaling_inputs.case_inputs(default_layout(), rows, {}, "mainline", CASE)
+    i_lock = next(r for r in inputs.roles if r.role == "i_lock")
+    assert i_lock.retries_at_two == pytest.approx(0.5)  # (0.4 + 0.6) / 2 boots
+    assert i_lock.retry_instructions == pytest.approx(120.0)
+    lock = next(lk for lk in inputs.machine_profile(0.5).locks if lk.name == "i_lock")
+    assert lock.retries_at_two == pytest.approx(0.5) and lock.retry_ns == pytest.approx(60.0)
+    # The debug-time profile (validation against lock_stat) carries none.
+    assert all(lk.retries_at_two == 0 for lk in inputs.debug_profile().locks)
