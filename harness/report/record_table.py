@@ -42,7 +42,7 @@ def _cells(rows: list[Row], kernel: str, flavour: str) -> list[Row]:
 def lockdep_cell(rows: list[Row], kernel: str, boots: int, short: bool) -> str:
     cells = _cells(rows, kernel, "debug")
     if not cells:
-        return "no debug boot in this run"
+        return NOT_RUN if short else "no debug boot in this run"
     reports = sum(int(r.value) for r in cells)
     if short:
         return f"{reports} in {plural(boots, 'boot')}"
@@ -52,7 +52,7 @@ def lockdep_cell(rows: list[Row], kernel: str, boots: int, short: bool) -> str:
 def sanitize_cell(rows: list[Row], kernel: str, boots: int, short: bool) -> str:
     cells = _cells(rows, kernel, "sanitize")
     if not cells:
-        return "not in this run"
+        return NOT_RUN if short else "not in this run"
     reports = sum(int(r.value) for r in rows if r.kernel == kernel and r.flavour == "sanitize"
                   and r.metric.startswith("reports."))
     if short:
@@ -110,7 +110,7 @@ def faults_cell(collected: Collected | None, kernel: str, short: bool) -> str:
     findings = _classes(tallies).get(FINDING, 0)
     reports = _sum(tallies, "reports")
     if short:
-        return f"{plural(_sum(tallies, 'measured'), 'cell')}, {plural(reports, 'report')}"
+        return f"{reports} in {plural(_sum(tallies, 'measured'), 'cell')}"
     return (f"{_sum(tallies, 'measured')} of {_sum(tallies, 'planned')} cells "
             f"({', '.join(t.store for t in tallies)}), {plural(reports, 'kernel report')}, "
             f"{plural(findings, 'finding')} (reports only a series gave)")

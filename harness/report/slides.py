@@ -56,8 +56,7 @@ KIND = {"shared": "shared locks / op", "per_inode": "i_lock / op",
 DECK_CODE_LABELS = {"code: patches of its own": "patches",
                     "code: lines added / removed": "lines + / -",
                     "code: files beyond fs/inode.c and fs.h": "other files",
-                    "retry machinery: trylock sites, retry jumps, cpu_relax()":
-                        "trylock, goto, relax"}
+                    "retry machinery: trylock sites, retry jumps, cpu_relax()": "retry code"}
 
 
 class DeckError(Exception):

@@ -114,7 +114,8 @@ def test_the_record_table_gives_every_checker_per_kernel(layout):
     short = {r[0]: r[1:] for r in record_table.rows(collected, rows, KERNELS, boots, short=True)}
     assert short["kcsan"] == ["1 of 2 cells", "not run", "1 of 2 cells"]
     assert short["kcsan races"] == ["1: own 0, 6.1 1", "not run", "2: own 1, 6.1 1"]
-    assert short["faults"] == ["1 cell, 0 reports", "not run", "1 cell, 1 report"]
+    assert short["faults"] == ["0 in 1 cell", "not run", "1 in 1 cell"]
+    assert short["lockdep"] == ["0 in 1 boot", "not run", "1 in 1 boot"]
     assert record_table.rows(None, rows, KERNELS, boots)[2][1] == record_table.NO_RECORD
 
 
