@@ -16,6 +16,7 @@ timeout  = 180
 unit     = op
 shared-inodes = 4
 default  = no
+background = write-vs-sync
 difference.path = none: no reference count moves (the control)
 difference.handle = the reference count under i_lock
 difference.write-vs-sync = writeback lists under i_lock

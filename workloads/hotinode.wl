@@ -42,6 +42,7 @@ unit     = op
 shared-inodes = 4
 default  = yes
 count-boots = yes
+background = write-vs-sync
 difference.path = none: no reference count moves (the control)
 difference.handle = the reference count under i_lock
 difference.write-vs-sync = writeback lists under i_lock

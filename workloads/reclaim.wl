@@ -20,4 +20,5 @@ unit     = stat
 flavours = debug
 default  = yes
 count-boots = yes
+background = all
 difference = the LRU walk against lookups

@@ -13,4 +13,5 @@ fs       = xfs
 windowed = yes
 unit     = op
 default  = no
+background = all
 difference = sb inode list walks beside XFS recycling (RCU in piggin; 0011's grace-period wait)

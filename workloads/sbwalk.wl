@@ -15,4 +15,5 @@ output   = result-lines
 fs       = tmpfs ext4 xfs
 windowed = yes
 unit     = op
+background = all
 difference = sb inode list walks (RCU in piggin)

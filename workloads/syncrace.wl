@@ -12,3 +12,4 @@ output   = result-lines
 fs       = ext4 xfs
 windowed = yes
 unit     = file
+background = all

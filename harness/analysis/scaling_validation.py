@@ -45,11 +45,18 @@ class LockCheck:
     predicted_wait_us: float
     measured_wait_us: float
     modelled_as: str  # "queue", "under ROLE", a private scope, or why it does not queue
+    # The workers are alike (no process looping beside them: the workload's
+    # `background`); the model's symmetric network represents only those.
+    symmetric: bool = True
+    # (lower, upper) bound of the share of the step both vCPUs ran at once, the mean
+    # over the step's boots; None where the boots were not sampled (boot/corun.py).
+    together: tuple[float, float] | None = None
 
     @property
     def in_aim(self) -> bool:
-        """A row the 25% aim applies to: measured contention high enough to count."""
-        return self.measured_contentions >= AIM_CONTENTION
+        """A row the 25% aim applies to: measured contention high enough to count, and
+        workers the symmetric model represents."""
+        return self.measured_contentions >= AIM_CONTENTION and self.symmetric
 
     @property
     def contention_error(self) -> float:
@@ -85,12 +92,27 @@ def _debug_two_cpu(rows: list[Row], inputs: CaseInputs) -> dict[tuple[str, str],
             if kernel == inputs.kernel}
 
 
-def lock_checks(rows: list[Row], all_inputs: list[CaseInputs]) -> list[LockCheck]:
+def together(rows: list[Row], kernel: str, case: evidence.Case) -> tuple[float, float] | None:
+    """The mean co-running share bounds of a kernel's 2-vCPU debug steps of a case."""
+    found = {m: [r.value for r in rows if r.metric == m and r.kernel == kernel
+                 and r.flavour == "debug" and r.cpus == 2 and r.status in ("ok", "warning")
+                 and (r.workload, r.fs) == (case.workload, case.fs)]
+             for m in ("vcpus_together_low", "vcpus_together_high")}
+    if not all(found.values()):
+        return None
+    return (statistics.mean(found["vcpus_together_low"]),
+            statistics.mean(found["vcpus_together_high"]))
+
+
+def lock_checks(rows: list[Row], all_inputs: list[CaseInputs],
+                background: set[evidence.Case] = frozenset()) -> list[LockCheck]:
+    """background: the cases whose workers have a process looping beside them."""
     out = []
     for inputs in all_inputs:
         measured = _debug_two_cpu(rows, inputs)
         if not measured:
             continue
+        shared = together(rows, inputs.kernel, inputs.case)
         point = queueing.solve(inputs.debug_profile(), 2, 0.0).at(2)
         for r in inputs.roles:
             if (r.role, "contentions_per_op") not in measured:
@@ -108,7 +130,8 @@ def lock_checks(rows: list[Row], all_inputs: list[CaseInputs]) -> list[LockCheck
                 point.contentions_per_op.get(r.role, 0.0),
                 measured[r.role, "contentions_per_op"],
                 point.wait_ns_per_op.get(r.role, 0.0) / 1000.0,
-                measured.get((r.role, "waittime_per_op"), 0.0), modelled))
+                measured.get((r.role, "waittime_per_op"), 0.0), modelled,
+                inputs.case not in background, shared))
     return out
 
 
@@ -136,16 +159,20 @@ def ratio_checks(rows: list[Row], all_inputs: list[CaseInputs]) -> list[RatioChe
 
 @dataclass(frozen=True)
 class ErrorSummary:
-    """The errors of a set of checks: how many, median and worst |error|, within aim."""
+    """The errors of a set of checks: how many, median and worst |error|, within aim,
+    and the signed median (a bias the absolute one hides)."""
     count: int
     median_abs: float
     worst_abs: float
     within_aim: int
+    median: float = math.nan
 
     @staticmethod
     def of(errors: list[float]) -> "ErrorSummary":
-        finite = [abs(e) for e in errors if math.isfinite(e)]
+        finite = [e for e in errors if math.isfinite(e)]
         if not finite:
             return ErrorSummary(0, math.nan, math.nan, 0)
-        return ErrorSummary(len(finite), statistics.median(finite), max(finite),
-                            sum(1 for e in finite if e <= AIM_ERROR))
+        absolute = [abs(e) for e in finite]
+        return ErrorSummary(len(finite), statistics.median(absolute), max(absolute),
+                            sum(1 for e in absolute if e <= AIM_ERROR),
+                            statistics.median(finite))

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness import progress
-from harness.boot import channel, measure, qemu, tcg_cs
+from harness.boot import channel, corun, measure, qemu, tcg_cs
 from harness.guest import faults, initramfs, plan, protocol
 from harness.kernels.kbuild import KernelImage
 from harness.lockorder import LockOrder
@@ -79,6 +79,9 @@ class HostView:
     others_cpu_s: float
     to_init_s: float | None
     windows: tuple[StepWindow, ...]
+    # step -> (lower, upper) bound of the share of it both vCPUs ran at once
+    # (boot/corun.py); sampled in the debug boots with two vCPUs or more.
+    together: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def save(self, directory: Path) -> None:
         (directory / HOST_VIEW).write_text(json.dumps(asdict(self), indent=1) + "\n")
@@ -87,6 +90,7 @@ class HostView:
     def load(cls, directory: Path) -> HostView:
         data = json.loads((directory / HOST_VIEW).read_text())
         data["windows"] = tuple(StepWindow(**w) for w in data["windows"])
+        data["together"] = {k: tuple(v) for k, v in data.get("together", {}).items()}
         return cls(**data)
 
 
@@ -99,6 +103,7 @@ class StepOutcome:
     reports: tuple[dict, ...]
     wall_s: float | None
     others_cpu_s: float | None
+    together: tuple[float, float] | None = None  # HostView.together of the step
 
 
 @dataclass(frozen=True)
@@ -185,6 +190,7 @@ SLOW_GUEST_DETECTORS = ("rcupdate.rcu_cpu_stall_timeout=300", "watchdog_thresh=6
 
 
 SLOW_FLAVOURS = ("sanitize", "faults", "kcsan")  # KASAN and KCSAN kernels
+SAMPLED_FLAVOURS = ("debug",)  # untimed boots whose vCPUs' co-running is sampled
 
 
 def detector_cmdline(flavour: str, accel: str) -> str:
@@ -248,13 +254,19 @@ def run_boot(image: KernelImage, files: initramfs.GuestFiles, machine: qemu.Mach
                          cmdline=cmdline)
     clock = StepClock()
     seen = (clock, _LinePrinter(on_line)) if on_line else (clock,)
+    # Untimed boots with vCPUs to share: whether they ran at once, per step (the model's
+    # 2-vCPU validation reads it beside each contention figure).
+    sampler = corun.CoRunSampler() if machine.cpus >= 2 and image.flavour in \
+        SAMPLED_FLAVOURS and not any(isinstance(w, corun.CoRunSampler) for w in watchers) \
+        else None
     try:
-        outcome = qemu.boot(spec, directory, seen + watchers)
+        outcome = qemu.boot(spec, directory, seen + watchers + ((sampler,) if sampler else ()))
     finally:
         for disk in disks:
             disk.unlink(missing_ok=True)
+    together = {step: run.together for step, run in sampler.steps.items()} if sampler else {}
     HostView(outcome.exit_code, outcome.timed_out, outcome.wall_s, outcome.others_cpu_s,
-             clock.to_init_s, tuple(clock.windows)).save(directory)
+             clock.to_init_s, tuple(clock.windows), together).save(directory)
     received = channel.parse(_read_results(directory))
     files_dir = directory / "files"
     files_dir.mkdir(exist_ok=True)
@@ -306,7 +318,8 @@ def record_boot(host: HostView, steps: list[plan.Step], directory: Path,
         window = windows.get(step.id)
         outcomes.append(StepOutcome(
             step.id, step.label, status, numbers, tuple(r.as_json() for r in step_reports),
-            window.wall_s if window else None, window.others_cpu_s if window else None))
+            window.wall_s if window else None, window.others_cpu_s if window else None,
+            host.together.get(step.id)))
     status = classify_boot(host, found, received, outcomes)
     return BootRecord(directory, status, host.wall_s, host.to_init_s, host.others_cpu_s,
                       tuple(r.as_json() for r in found),

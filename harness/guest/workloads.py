@@ -122,6 +122,12 @@ expression may hold one). Keys:
               workload: every worker on the same N files); the scaling model
               queues per-inode locks over that many instances (default: the
               workers share no inode)
+    background  the phases ('all', or phase names) in which a process loops beside
+              the workers (a syncfs or drop_caches loop, walkers against churn):
+              the workers are not alike, which the scaling model's symmetric
+              validation cannot represent, so its summary leaves them out and
+              lists them apart (default: none). For the report only, as
+              difference
     difference  the difference between the two designs the workload puts
     difference.PHASE  to work, in a few words ('the reference count under
               i_lock'); the report answers per difference. PHASE gives a
@@ -146,7 +152,8 @@ OUTPUTS = ("result-lines", "fio-json", "match", "none")
 PLACEHOLDERS = ("procs", "cpus", "dir", "tmp", "dev", "source", "fs", "prefix")
 SINGLE_KEYS = {"name", "summary", "run", "output", "fs", "procs", "windowed", "timeout",
                "default", "unit", "ops", "ops-count", "lock-start", "lock-end", "binaries",
-               "packages", "files", "shared-inodes", "count-boots", "flavours", "cmdline"}
+               "packages", "files", "shared-inodes", "count-boots", "flavours", "cmdline",
+               "background"}
 REQUIRED = ("name", "summary", "run", "output", "fs")
 MATCH_GROUPS = {"ops", "rate", "elapsed_s", "phase"}
 # ops-count's groups: numbers of operations (summed), or each operation's own
@@ -223,6 +230,10 @@ class Workload:
     flavours: tuple[str, ...] = FLAVOURS
     cmdline: str = ""
     differences: tuple[tuple[str, str], ...] = ()  # (phase, or "" for the workload; text)
+    background: tuple[str, ...] = ()  # phases with a process looping beside the workers
+
+    def has_background(self, phase: str) -> bool:
+        return "all" in self.background or phase in self.background
 
     @property
     def measured_text(self) -> str:
@@ -330,7 +341,7 @@ class _Lines:
 
 DIFFERENCE_KEY = "difference"
 # The keys that only say what a workload is for: left out of Workload.measured_text.
-REPORT_ONLY = re.compile(r"^\s*difference(\.[^=\s]+)?\s*=.*$\n?", re.MULTILINE)
+REPORT_ONLY = re.compile(r"^\s*(difference(\.[^=\s]+)?|background)\s*=.*$\n?", re.MULTILINE)
 
 
 def _is_difference_key(key: str) -> bool:
@@ -634,6 +645,7 @@ def parse(path: Path, text: str | None = None) -> Workload:
         shared_inodes=_check_shared_inodes(lines),
         count_boots=_check_yes_no(lines, "count-boots", "no"),
         flavours=_check_flavours(lines), cmdline=_check_cmdline(lines),
+        background=tuple(lines.get("background", "")[1].split()),
         differences=tuple((k[len(DIFFERENCE_KEY) + 1:], v)
                           for k, (_, v) in lines.differences.items()))
     if lines.problems:

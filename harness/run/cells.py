@@ -111,6 +111,9 @@ def rows_for(cell: Cell, outcome: runner.StepOutcome, reruns: int,
     rows.append(row("all", "", "reruns", reruns, "count"))
     if spinlock:  # 1: the queued spinlock of bare metal; 0: the test-and-set virt_spin_lock
         rows.append(row("all", "", "guest_qspinlock", int(spinlock == "qspinlock"), ""))
+    if outcome.together is not None:  # the share of the step both vCPUs ran at once
+        rows.append(row("all", "", "vcpus_together_low", outcome.together[0], "share"))
+        rows.append(row("all", "", "vcpus_together_high", outcome.together[1], "share"))
     if outcome.wall_s and outcome.others_cpu_s is not None:
         rows.append(row("all", "", "host_others_cores", outcome.others_cpu_s / outcome.wall_s,
                         "cores"))

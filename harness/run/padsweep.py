@@ -32,14 +32,14 @@ import argparse
 import json
 import re
 import sys
-import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from harness import lockorder, progress
 from harness.boot import qemu, runner
-from harness.guest import initramfs, plan, protocol, workloads
+from harness.boot.corun import CoRunSampler
+from harness.guest import initramfs, plan, workloads
 from harness.kernels import kbuild, series
 from harness.layout import REPO_ROOT, Layout, default_layout
 
@@ -50,8 +50,6 @@ KNOB = "/sys/module/inode/parameters/padlock_loops"
 DEFAULT_LOOPS = (0, 300, 1000, 3000, 10000, 30000, 100000)
 DEFAULT_OPS = 2000
 AIM = 0.15  # the issue's aim: contention per acquisition within 15%
-SAMPLE_S = 0.005
-VCPU_THREAD = re.compile(r"CPU (\d+)/(TCG|KVM)")
 RESULT = re.compile(r"^result phase=\S+ ops=(\d+) elapsed_ns=(\d+) procs=(\d+)")
 COUNTER = re.compile(r"^(loops|acquisitions|contentions|held_ns) (\d+)$", re.M)
 
@@ -78,96 +76,6 @@ def workload(loops: int, ops: int) -> workloads.Workload:
         "timeout  = 600",
         "unit     = create+unlink", ""])
     return workloads.parse(REPO_ROOT / "padlock" / f"padlock-{loops}.wl", text)
-
-
-# -- the host's view: did both vCPU threads run at once? -----------------------------------
-
-def vcpu_threads(pid: int) -> list[int]:
-    """QEMU's vCPU threads (named "CPU N/TCG" or "CPU N/KVM"), in vCPU order."""
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            match = VCPU_THREAD.fullmatch((task / "comm").read_text().strip())
-        except OSError:
-            continue
-        if match:
-            found.append((int(match.group(1)), int(task.name)))
-    return [tid for _, tid in sorted(found)]
-
-
-def run_ns(pid: int, tid: int) -> int:
-    """Nanoseconds the thread has run on a CPU (the first field of its schedstat)."""
-    return int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
-
-
-@dataclass
-class CoRun:
-    """Both vCPU threads of a step: how long each ran, and how long both at once."""
-    wall_s: float = 0.0
-    ran_s: list[float] = field(default_factory=list)
-    both_low_s: float = 0.0  # sum over samples of max(0, r1 + r2 - interval)
-    both_high_s: float = 0.0  # sum over samples of min(r1, r2)
-
-    @property
-    def together(self) -> tuple[float, float]:
-        """(lower, upper) bound of the share of the step both vCPUs ran."""
-        if not self.wall_s:
-            return (0.0, 0.0)
-        return (self.both_low_s / self.wall_s, self.both_high_s / self.wall_s)
-
-
-class CoRunSampler:
-    """A boot watcher: samples the vCPU threads' run time while each step runs."""
-
-    def __init__(self) -> None:
-        self.pid = 0
-        self.steps: dict[str, CoRun] = {}
-        self._stop: threading.Event | None = None
-        self._thread: threading.Thread | None = None
-
-    def started(self, meter: qemu.CpuMeter) -> None:
-        self.pid = meter.pid
-
-    def line(self, text: str) -> None:
-        mark = protocol.step_mark(text)
-        if not mark:
-            return
-        if mark[1] == "begin":
-            self._begin(mark[0])
-        else:
-            self._end()
-
-    def _begin(self, step: str) -> None:
-        self._end()
-        self._stop = threading.Event()
-        record = self.steps.setdefault(step, CoRun())
-        self._thread = threading.Thread(target=self._sample, args=(record, self._stop),
-                                        daemon=True)
-        self._thread.start()
-
-    def _end(self) -> None:
-        if self._stop is not None and self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-        self._stop = self._thread = None
-
-    def _sample(self, record: CoRun, stop: threading.Event) -> None:
-        try:
-            threads = vcpu_threads(self.pid)
-            before = [run_ns(self.pid, t) for t in threads]
-            last = time.monotonic()
-            record.ran_s = [0.0] * len(threads)
-            while not stop.wait(SAMPLE_S):
-                now, runs = time.monotonic(), [run_ns(self.pid, t) for t in threads]
-                deltas = [(b - a) * 1e-9 for a, b in zip(before, runs)]
-                record.wall_s += now - last
-                record.ran_s = [r + d for r, d in zip(record.ran_s, deltas)]
-                if len(deltas) >= 2:
-                    record.both_low_s += max(0.0, deltas[0] + deltas[1] - (now - last))
-                    record.both_high_s += min(deltas[0], deltas[1])
-                before, last = runs, now
-        except OSError:
-            return  # QEMU ended meanwhile
 
 
 # -- reading a step and comparing ---------------------------------------------------------------

@@ -11,6 +11,7 @@ import pytest
 
 from harness.guest import protocol
 from harness.layout import REPO_ROOT
+from harness.boot import corun
 from harness.run import padsweep
 
 # Two busy threads named like QEMU's vCPU threads, in a process of their own.
@@ -37,10 +38,10 @@ def test_the_sampler_reads_the_vcpu_threads_of_a_real_process():
     proc = subprocess.Popen([sys.executable, "-c", BUSY])
     try:
         deadline = time.monotonic() + 5
-        while len(padsweep.vcpu_threads(proc.pid)) < 2 and time.monotonic() < deadline:
+        while len(corun.vcpu_threads(proc.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(padsweep.vcpu_threads(proc.pid)) == 2
-        sampler = padsweep.CoRunSampler()
+        assert len(corun.vcpu_threads(proc.pid)) == 2
+        sampler = corun.CoRunSampler()
         sampler.started(Meter(proc.pid))
         sampler.line(f"{protocol.MARK} step s01 begin: busy")
         time.sleep(1.0)

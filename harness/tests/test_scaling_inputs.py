@@ -108,6 +108,12 @@ def test_two_cpu_contention_is_predicted_from_one_cpu_alone(tmp_path):
     assert check.predicted_contentions == pytest.approx(0.04)
     assert check.measured_contentions == 0.05 and check.in_aim
     assert check.contention_error == pytest.approx(-0.2)
+    # A workload with a process looping beside its workers is a class of its own.
+    (apart,) = [c for c in scaling_validation.lock_checks(rows, inputs, {CASE})
+                if c.role == "sb_list"]
+    assert not apart.symmetric and not apart.in_aim and apart.together is None
+    summary = scaling_validation.ErrorSummary.of([-0.2, 0.1, -0.4])
+    assert summary.median == pytest.approx(-0.2) and summary.median_abs == pytest.approx(0.2)
     (i_lock,) = [c for c in scaling_validation.lock_checks(rows, inputs) if c.role == "i_lock"]
     assert i_lock.modelled_as == "per-inode" and i_lock.predicted_contentions == 0
     (ratio,) = scaling_validation.ratio_checks(rows, inputs)
