@@ -11,6 +11,7 @@ rest of the host used while something they care about ran.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import select
@@ -71,6 +72,12 @@ class Machine:
     plugin: str = ""  # -plugin argument (TCG plugin and its options), see boot/tcg_cs.py
     cmdline: str = ""  # kernel command line words this kind of machine adds
     poll_idle: bool = False  # -icount rate boots: the guest polls when idle (POLL_IDLE_CMDLINE)
+    # Host-side settings of the noise study (harness/run/abtest.py --setting): QEMU's
+    # memory without transparent huge pages (whether guest RAM and TCG's code buffer
+    # get them depends on the host's fragmentation at the time), and TCG's vCPU
+    # threads pinned to cores as KVM's are (boot/pinning.py).
+    no_thp: bool = False
+    pin: bool = False
 
     @property
     def memory_mb(self) -> int:
@@ -204,6 +211,17 @@ def command(spec: BootSpec, results: Path, qmp: Path | None = None) -> list[str]
     return cmd
 
 
+PR_SET_THP_DISABLE = 41  # linux/prctl.h
+
+
+def _without_thp() -> None:
+    """In the child before exec: no transparent huge pages for QEMU (inherited across
+    exec; prctl(2), PR_SET_THP_DISABLE)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_THP_DISABLE)")
+
+
 def boot(spec: BootSpec, out_dir: Path, watchers: tuple[Watcher, ...] = ()) -> BootOutcome:
     """Run one boot to its end or its timeout; console.log and results.raw stay in out_dir."""
     if not shutil.which(QEMU):
@@ -213,15 +231,18 @@ def boot(spec: BootSpec, out_dir: Path, watchers: tuple[Watcher, ...] = ()) -> B
     results = out_dir / "results.raw"
     # Under KVM the vCPU threads are pinned (pinning.py); the socket lives in a
     # short private folder, as unix socket paths are limited to 107 bytes.
-    control = Path(tempfile.mkdtemp(prefix="inode-duel-qmp-")) if spec.machine.accel == "kvm" \
+    control = Path(tempfile.mkdtemp(prefix="inode-duel-qmp-")) \
+        if spec.machine.accel == "kvm" or spec.machine.pin \
         else None
     qmp = control / "qmp.sock" if control else None
     cmd = command(spec, results, qmp)
-    (out_dir / "qemu.json").write_text(json.dumps({"command": cmd,
-                                                   "timeout_s": spec.timeout_s}, indent=1))
+    (out_dir / "qemu.json").write_text(json.dumps({
+        "command": cmd, "timeout_s": spec.timeout_s,
+        "host_settings": {"no_thp": spec.machine.no_thp, "pin": spec.machine.pin}}, indent=1))
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=_without_thp if spec.machine.no_thp else None)
     if control:
         try:
             pinning.save(out_dir, pinning.pin(proc.pid, spec.machine.cpus, qmp))

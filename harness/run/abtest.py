@@ -3,13 +3,16 @@
     python3 -m harness.run.abtest --out DIR --image A=IMAGE_DIR --image B=IMAGE_DIR
                                   [--rounds 8] [--cpus 1 2] [--order random|fixed]
                                   [--workloads default] [--seed N]
+                                  [--setting A=no-thp,pin ...]
     python3 -m harness.run.abtest --out DIR --analyse
 
 Each round boots every label once at each vCPU count (plain TCG, the perf
 boots of `make compare`), in an order drawn from the seed (random) or as
 given (fixed, what compare did before 2026-12-06). One image under two
 labels is an A/A experiment: whatever separates the labels is the
-method's. DIR/tidy.tsv holds the rows (kernel = label, repetition =
+method's. --setting gives a label host-side settings of its QEMU (no-thp:
+no transparent huge pages; pin: its vCPU threads pinned to cores), so one
+experiment compares a setting against today's. DIR/tidy.tsv holds the rows (kernel = label, repetition =
 round), DIR/boots.json each boot's label, round, position and image;
 --analyse prints, per label against the first, the per-case sign test
 (cases counted as independent) beside the round-paired permutation test
@@ -87,8 +90,25 @@ def boot_rows(label: str, config: BootConfig, cells: list[Cell],
     return rows
 
 
+SETTINGS = ("no-thp", "pin")
+
+
+def settings_of(specs: list[str], labels: list[str]) -> dict[str, tuple[str, ...]]:
+    """LABEL=no-thp,pin -> {label: settings}."""
+    out: dict[str, tuple[str, ...]] = {}
+    for spec in specs:
+        label, _, words = spec.partition("=")
+        chosen = tuple(w for w in words.split(",") if w)
+        if label not in labels or not all(w in SETTINGS for w in chosen):
+            raise SystemExit(f"--setting {spec}: expected LABEL=SETTING[,SETTING] with a "
+                             f"label of --image and settings of {', '.join(SETTINGS)}")
+        out[label] = chosen
+    return out
+
+
 def measure(out: Path, images: list[Labelled], plan_: list[tuple[int, int, int, str]],
-            chosen: list[workloads.Workload]) -> None:
+            chosen: list[workloads.Workload],
+            settings: dict[str, tuple[str, ...]] | None = None) -> None:
     layout = default_layout()
     files = initramfs.prepare(layout, chosen)
     by_label = {i.label: i for i in images}
@@ -104,11 +124,13 @@ def measure(out: Path, images: list[Labelled], plan_: list[tuple[int, int, int, 
         folder = out / "boots" / f"{time.strftime('%Y%m%d-%H%M%S')}-r{rnd}-c{cpus}-{label}"
         meter.start(f"round {rnd}, {cpus} vCPUs, position {position}: {label}")
         order = lockorder.for_kernel(layout, image.kernel.removesuffix("+tcg-cs"))
-        record = runner.run_boot(image, files, qemu.Machine("tcg", cpus), steps, folder,
-                                 f"abtest {label}", order)
+        mine = (settings or {}).get(label, ())
+        machine = qemu.Machine("tcg", cpus, no_thp="no-thp" in mine, pin="pin" in mine)
+        record = runner.run_boot(image, files, machine, steps, folder, f"abtest {label}", order)
         rows += boot_rows(label, config, cells, record)
         boots.append({"boot": folder.name, "label": label, "round": rnd, "cpus": cpus,
                       "position": position, "image": str(image.directory),
+                      "settings": list(mine),
                       "status": record.status, "wall_s": round(record.wall_s, 1),
                       "to_init_s": record.to_init_s,
                       "disturbed_steps": sum(1 for s in record.steps if execute.disturbed(s))})
@@ -153,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--order", choices=["random", "fixed"], default="random")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workloads", default="default")
+    parser.add_argument("--setting", action="append", default=[],
+                        help="LABEL=no-thp,pin: host-side settings of that label's boots")
     parser.add_argument("--analyse", action="store_true")
     args = parser.parse_args(argv)
     out = Path(args.out)
@@ -165,10 +189,11 @@ def main(argv: list[str] | None = None) -> int:
             {"labels": [i.label for i in images],
              "images": {i.label: str(i.image.directory) for i in images},
              "order": args.order, "seed": args.seed, "cpus": args.cpus,
-             "workloads": args.workloads}, indent=1) + "\n")
+             "workloads": args.workloads, "settings": args.setting}, indent=1) + "\n")
         chosen = workloads.select(workloads.load_all(default_layout().workloads), args.workloads)
         measure(out, images, schedule([i.label for i in images], args.rounds, args.cpus,
-                                      args.order, args.seed), chosen)
+                                      args.order, args.seed), chosen,
+                settings_of(args.setting, [i.label for i in images]))
     print(analyse(out))
     return 0
 

@@ -1,9 +1,12 @@
 """A/A and A/B timed boots in rounds (run/abtest.py)."""
 
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 
+from harness.boot import qemu
 from harness.kernels import kbuild
 from harness.layout import default_layout
 from harness.run import abtest, tidy
@@ -44,3 +47,20 @@ def test_one_image_under_two_labels_boots_in_rounds_and_is_analysed(tmp_path):
     report = abtest.analyse(out)
     assert report.startswith("B against A: faster in ")
     assert "1 round pairs" in report and "by position in the round: 1:" in report
+
+
+def test_a_labels_settings_reach_its_qemu_process():
+    assert abtest.settings_of(["B=no-thp,pin"], ["A", "B"]) == {"B": ("no-thp", "pin")}
+    with pytest.raises(SystemExit, match="--setting C=pin"):
+        abtest.settings_of(["C=pin"], ["A", "B"])
+    with pytest.raises(SystemExit, match="huge"):
+        abtest.settings_of(["A=huge"], ["A", "B"])
+    child = subprocess.Popen(["sleep", "5"], preexec_fn=qemu._without_thp)
+    try:
+        status = Path(f"/proc/{child.pid}/status").read_text()
+        if "THP_enabled:" not in status:
+            pytest.skip("this host's kernel does not show THP_enabled")
+        assert status.split("THP_enabled:")[1].split()[0] == "0"
+    finally:
+        child.kill()
+        child.wait()
