@@ -54,9 +54,6 @@ CONTROL = "mainline"
 # design cost: interrupts are counted apart, and three boots repeat within 0.04%
 # (NOTES, tcg-cs), so a 1% difference is far outside their noise.
 CS_TOLERANCE = evidence.EXACT_TOLERANCE
-# The model's two kernels are the same below this at every hand-off of the band
-# (the scaling section's own rule).
-PREDICTION_SAME_WITHIN = 0.05
 PREDICTION_CPUS = 64
 
 KINDS = {
@@ -452,22 +449,58 @@ def predictions(scaling_json: Path) -> dict[tuple[str, Case], Predicted]:
     return out
 
 
-def _prediction(found: dict, case: Case) -> Entry | None:
+@dataclass(frozen=True)
+class PairRule:
+    """What the scaling section's rule (analysis/verdicts.py) said of the isolated pair
+    in a case: the design ahead on every machine where the rule passed ("" where it
+    passed nowhere or the machines disagree), whether the held-out record allows
+    verdicts at all, and why not."""
+    ahead: str
+    allowed: bool
+    why: str
+
+
+def pair_rules(scaling_json: Path) -> dict[Case, PairRule]:
+    """case -> the rule's outcome for chinner against piggin, from scaling.json."""
+    if not scaling_json.is_file():
+        return {}
+    data = json.loads(scaling_json.read_text())
+    allowed = bool((data.get("anchors") or {}).get("verdicts_allowed"))
+    by_case: dict[Case, list[dict]] = {}
+    for v in data.get("pairs", []):
+        if v["pair"] == "isolated":
+            by_case.setdefault(Case(v["workload"], v["fs"], v["phase"]), []).append(v)
+    out = {}
+    for case, found in by_case.items():
+        sides = {FIRST if v["rule"] == "first" else SECOND for v in found
+                 if v["rule"] in ("first", "second")}
+        ahead = next(iter(sides)) if len(sides) == 1 and all(
+            v["rule"] in ("first", "second") for v in found) else ""
+        why = ("withheld: the model's held-out record falls short of what verdicts at many "
+               "CPUs need" if not allowed else found[0]["why"] if not ahead else "")
+        out[case] = PairRule(ahead, allowed, why)
+    return out
+
+
+def _prediction(found: dict, rules: dict[Case, PairRule], case: Case) -> Entry | None:
     first, second = found.get((FIRST, case)), found.get((SECOND, case))
     if not first or not second:
         return None
     ratios = [s / f for s, f in zip(second.band, first.band)]
     low, high = min(ratios), max(ratios)
-    ahead = (SECOND if low > 1 + PREDICTION_SAME_WITHIN else
-             FIRST if high < 1 - PREDICTION_SAME_WITHIN else "")
+    rule = rules.get(case)
+    # Only the sweep's rule, on a record that allows verdicts, makes a design ahead; a
+    # withheld one is no claim ("?"), a rule that passes nowhere is "not apart".
+    ahead = "?" if rule is None or not rule.allowed else rule.ahead
     figures = {k: stats.summarize([found[k, case].mid]) for k in (FIRST, SECOND) + REFERENCES
                if (k, case) in found}
     fell_back = "; ".join(f"{k}: {', '.join(p.fallbacks)}"
                           for k, p in ((FIRST, first), (SECOND, second)) if p.fallbacks)
     return Entry(case, "prediction", f"{PREDICTION_CPUS} CPUs", "ops/s", False, figures,
-                 ratios[1], low, high, ahead, "band over the target machines" if ahead else "",
-                 PREDICTION_SAME_WITHIN, "a prediction, not a measurement",
-                 fallbacks=fell_back)
+                 ratios[1], low, high, ahead,
+                 "the sweep's rule (Scaling prediction)" if ahead not in ("", "?") else "",
+                 math.nan, "a prediction, not a measurement"
+                 + (f"; {rule.why}" if rule and rule.why else ""), fallbacks=fell_back)
 
 
 def entries(rows: list[Row], kernels: list[str], spread: rerun.RerunSpread | None,
@@ -485,6 +518,7 @@ def entries(rows: list[Row], kernels: list[str], spread: rerun.RerunSpread | Non
     icount = {v.case: v for v in evidence.verdicts(rows, FIRST, order, spread)
               if v.evidence == "icount"}
     found = predictions(scaling_json)
+    rules = pair_rules(scaling_json)
     out: list[Entry] = []
     for case in evidence.cases(rows):
         found_here: list[Entry | None] = []
@@ -509,7 +543,7 @@ def entries(rows: list[Row], kernels: list[str], spread: rerun.RerunSpread | Non
         if case in icount:
             found_here.append(_from_verdict(icount[case], "icount", "1 vCPU"))
         found_here += _timed(rows, case, order)
-        found_here.append(_prediction(found, case))
+        found_here.append(_prediction(found, rules, case))
         out += [e for e in found_here if e is not None]
     paired = _paired(rows, boot_order) if FIRST in kernels and SECOND in kernels else None
     return out + ([paired] if paired else [])

@@ -234,11 +234,12 @@ def glance_predicted(ctx: Context) -> Table | None:
         return None
     t = duel.KindTally("prediction", found)
     return Table(["PREDICTION (model, not measured)", "cases", f"predicted {FIRST} ahead",
-                  f"predicted {SECOND} ahead",
-                  f"not {pct_abs(duel.PREDICTION_SAME_WITHIN)} apart on every target machine",
+                  f"predicted {SECOND} ahead", "no prediction (the sweep's rule)",
+                  "withheld (the model's held-out record falls short)",
                   f"{SECOND} against {FIRST} (lowest to highest)"],
                  [[KIND_LONG["prediction"], str(len(found)), str(len(t.ahead(FIRST))),
-                   str(len(t.ahead(SECOND))), str(len(t.level)), span_text(t.ratios)]])
+                   str(len(t.ahead(SECOND))), str(len(t.level)), str(len(t.unclaimed)),
+                   span_text(t.ratios)]])
 
 
 KIND_LONG = duel.KINDS
@@ -624,10 +625,10 @@ def _cannot(ctx: Context) -> str:
     predicted = [e for e in ctx.entries if e.prediction]
     if predicted:
         t = duel.KindTally("prediction", predicted)
-        parts[-1] += (f"; the queueing model, a prediction, separates them by "
-                      f"{pct_abs(duel.PREDICTION_SAME_WITHIN)} or more on every target machine "
-                      f"at {duel.PREDICTION_CPUS} CPUs in only "
-                      f"{len(predicted) - len(t.level)} of {plural(len(predicted), 'case')}")
+        parts[-1] += (f"; the queueing model's verdicts at {duel.PREDICTION_CPUS} CPUs are "
+                      f"withheld in {len(t.unclaimed)} of {plural(len(predicted), 'case')} "
+                      "(its held-out record falls short of what verdicts need), and its "
+                      f"sweep's rule gives one in {len(t.ahead(FIRST)) + len(t.ahead(SECOND))}")
     timed = [e for e in ctx.entries if e.kind == "timed" and math.isfinite(e.detectable)]
     if timed:
         reach = sorted(e.detectable for e in timed)

@@ -371,9 +371,13 @@ class Deck:
         title = SCALING_HEADING + " (a model's prediction, not a measurement)"
         if predicted:
             t = duel.KindTally("prediction", predicted)
-            title = (f"PREDICTION, not a measurement: the model puts {FIRST} and {SECOND} "
-                     f"{pct_abs(duel.PREDICTION_SAME_WITHIN)} apart on every target machine at "
-                     f"{duel.PREDICTION_CPUS} CPUs in {len(predicted) - len(t.level)} of "
+            title = (f"PREDICTION, not a measurement: at {duel.PREDICTION_CPUS} CPUs the "
+                     f"model's verdicts are withheld in {len(t.unclaimed)} of "
+                     f"{plural(len(predicted), 'case')} (its held-out record falls short)"
+                     if t.unclaimed else
+                     f"PREDICTION, not a measurement: the sweep's rule puts {FIRST} and "
+                     f"{SECOND} apart at {duel.PREDICTION_CPUS} CPUs in "
+                     f"{len(t.ahead(FIRST)) + len(t.ahead(SECOND))} of "
                      f"{plural(len(predicted), 'case')}")
         drawn = charts.redraw(chart.chart, self.folder / "scaling", SLIDE_STYLE, title="")
         return Page(title, [Picture([self.picture(drawn)],

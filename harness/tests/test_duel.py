@@ -347,14 +347,38 @@ def test_a_prediction_that_rests_on_a_fallback_says_so_in_its_row():
     case = evidence.Case("fstree", "xfs", "unlink")
     found = {("chinner", case): duel.Predicted(900.0, 1000.0, 1100.0, ("wb hold",)),
              ("piggin", case): duel.Predicted(1900.0, 2000.0, 2100.0, ())}
-    e = duel._prediction(found, case)
+    allowed = {case: duel.PairRule("piggin", True, "")}
+    e = duel._prediction(found, allowed, case)
     assert e.ahead == "piggin" and e.fallbacks == "chinner: wb hold"
     text = duel_section.ahead_text(e, duel_section.Context([e], [], 2, None, []))
     assert text.startswith("predicted **piggin**") and text.endswith(
         "fallback inputs: chinner: wb hold")
     found["chinner", case] = duel.Predicted(900.0, 1000.0, 1100.0, ())
     assert "fallback" not in duel_section.ahead_text(
-        duel._prediction(found, case), duel_section.Context([e], [], 2, None, []))
+        duel._prediction(found, allowed, case), duel_section.Context([e], [], 2, None, []))
+
+
+def test_a_prediction_is_a_claim_only_where_the_sweeps_rule_and_the_record_allow(tmp_path):
+    import json
+    case = evidence.Case("anonstorm", "tmpfs", "epoll")
+    found = {("chinner", case): duel.Predicted(1.9e6, 2.0e6, 2.1e6, ()),
+             ("piggin", case): duel.Predicted(0.9e6, 1.0e6, 1.1e6, ())}
+    pair = {"pair": "isolated", "workload": "anonstorm", "fs": "tmpfs", "phase": "epoll",
+            "machine": "2s", "rule": "first", "why": "sweep +90% to +97%"}
+    saved = tmp_path / "scaling.json"
+    for allowed, ahead in ((True, "chinner"), (False, "?")):
+        saved.write_text(json.dumps({"anchors": {"verdicts_allowed": allowed},
+                                     "pairs": [pair, dict(pair, machine="4s")]}))
+        e = duel._prediction(found, duel.pair_rules(saved), case)
+        assert e.ahead == ahead
+        assert ("withheld" in e.note) == (not allowed)
+    # A rule that passes on one machine and not another makes no design ahead.
+    saved.write_text(json.dumps({"anchors": {"verdicts_allowed": True},
+                                 "pairs": [pair, dict(pair, machine="4s", rule="no prediction",
+                                                      why="the sign changes")]}))
+    assert duel._prediction(found, duel.pair_rules(saved), case).ahead == ""
+    # Without the rule's outcome (an old run), no claim.
+    assert duel._prediction(found, {}, case).ahead == "?"
 
 
 def test_the_answer_says_what_its_cost_tests_could_show(entries):
