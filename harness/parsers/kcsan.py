@@ -214,7 +214,7 @@ def _parse_stream(lines: list) -> list[Race]:
         msgs = [line.msg for line in lines[i + 1:i + 1 + MAX_REPORT_LINES]]
         accesses, value_change, reporter, used = _read_report(msgs)
         races.append(Race(
-            head.group("kind"), f"KCSAN: {head.group('kind')} in {head.group('where')}",
+            head.group("kind"), kernel_reports.kcsan_title(lines[i].msg),
             tuple(Access(a["type"], a["address"], a["size"], a["task"], a["cpu"],
                          tuple(a["frames"]), tuple(a["held_locks"]), a["reordered_to"])
                   for a in accesses),

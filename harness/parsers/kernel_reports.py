@@ -359,6 +359,15 @@ def _hang_title(kind: str, head: str, msgs: list[str]) -> str:
     raise ValueError(kind)
 
 
+_KCSAN_OFFSET = re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+")
+
+
+def kcsan_title(head: str) -> str:
+    """syzbot's "KCSAN: data-race in A / B". A race of unknown origin names its one frame
+    with its offset (%pS), which differs from image to image: cut, as syzbot does."""
+    return _KCSAN_OFFSET.sub("", head[len("BUG: "):].strip())
+
+
 def _title(kind: str, msgs: list[str]) -> str:
     head = msgs[0]
     if kind in LOCKING_KINDS:
@@ -388,7 +397,7 @@ def _title(kind: str, msgs: list[str]) -> str:
     if kind == "panic":
         return "kernel panic: " + head[len("Kernel panic - not syncing: "):].strip()
     if kind == DATA_RACE:
-        return head[len("BUG: "):].strip()  # syzbot's "KCSAN: data-race in A / B"
+        return kcsan_title(head)
     raise ValueError(kind)
 
 

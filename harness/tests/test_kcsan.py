@@ -3,7 +3,9 @@
 captured-kcsan-mainline-c2.log is a real console: mainline's kcsan image
 (configs/kcsan.config) over the default workloads at 2 vCPUs, 2026-12-07,
 with two races of 6.1's own, one between two tasks and one between two timer
-interrupts. test_data/kcsan holds addr2line's and nm's real output for its
+interrupts; captured-kcsan-unknown-origin-mainline-c4.log one boot of make
+kcsan at 4 vCPUs with a race whose other access KCSAN did not see.
+test_data/kcsan holds addr2line's and nm's real output for the first one's
 frames, from the same image's vmlinux.
 """
 
@@ -58,6 +60,21 @@ def test_both_races_of_the_capture_with_both_accesses():
     assert timer_race.value_change is None
     # compiler suffixes are not part of a function's name
     assert kcsan.Frame("call_timer_fn", 0xe, 0x90) in timer_race.accesses[0].frames
+
+
+def test_a_race_of_unknown_origin_has_one_access_and_a_title_without_offsets():
+    text = (DATA / "console" / "captured-kcsan-unknown-origin-mainline-c4.log").read_text()
+    (race,) = kcsan.parse(text)
+    assert race.unknown_origin
+    # the headline names the frame with its offset (%pS): the title does not
+    assert race.title == "KCSAN: data-race in virtqueue_get_buf_ctx_split"
+    (access,) = race.accesses
+    assert (access.type, access.size, access.task, access.cpu, access.site) == \
+        ("read", 2, 1, 2, "virtqueue_get_buf_ctx_split+0x5e")
+    assert len(access.frames) == 14 and race.value_change == ("0x0002", "0x0003")
+    assert race.function_key == ("data-race", (("virtqueue_get_buf_ctx_split", "read"),))
+    (report,) = kernel_reports.parse(text)
+    assert report.title == race.title
 
 
 def test_the_keys_pair_sites_within_an_image_and_functions_across_kernels():
