@@ -136,3 +136,60 @@ def boot_factors(rows: list[Row]) -> dict[tuple[str, int, int], float]:
     median = {case: statistics.median(v) for case, v in by_case.items()}
     return {boot: statistics.fmean(math.log(v) - median[c] for c, v in values.items())
             for boot, values in boots.items()}
+
+
+@dataclass(frozen=True)
+class RunEffect:
+    """Whether whole runs move a timed difference: the round pairs of several runs of
+    the same images (abtest folders, or compares), one run's pairs against the others'."""
+    kernel: str
+    baseline: str
+    cpus: int
+    by_run: dict[str, list[float]]  # run -> its round pairs' mean log ratios
+
+    @property
+    def means(self) -> dict[str, float]:
+        return {run: statistics.fmean(v) for run, v in self.by_run.items() if v}
+
+    @property
+    def spread(self) -> float:
+        """Largest less smallest run mean (log ratio): the run-level effect's size."""
+        values = list(self.means.values())
+        return max(values) - min(values) if len(values) > 1 else 0.0
+
+    @property
+    def p(self) -> float:
+        """Permutation p (seeded sample, or exact when small) that the runs' pairs come
+        from one distribution: the statistic is the spread of run means, the pairs
+        shuffled between runs keeping each run's count."""
+        groups = [v for v in self.by_run.values() if v]
+        if len(groups) < 2:
+            return 1.0
+        pooled = [x for g in groups for x in g]
+        sizes = [len(g) for g in groups]
+
+        def spread(values: list[float]) -> float:
+            means, start = [], 0
+            for n in sizes:
+                means.append(statistics.fmean(values[start:start + n]))
+                start += n
+            return max(means) - min(means)
+
+        observed = spread(pooled)
+        rng = random.Random(1)
+        trials = SAMPLED_FLIPS // 10
+        extreme = 0
+        for _ in range(trials):
+            shuffled = pooled[:]
+            rng.shuffle(shuffled)
+            extreme += spread(shuffled) >= observed - 1e-12
+        return extreme / trials
+
+
+def run_effects(runs: dict[str, list[Row]], kernel: str, baseline: str) -> list[RunEffect]:
+    """Per vCPU count: each run's round pairs of kernel against baseline."""
+    by_cpus: dict[int, dict[str, list[float]]] = {}
+    for run, rows in runs.items():
+        for pair in compare(rows, kernel, baseline).pairs:
+            by_cpus.setdefault(pair.cpus, {}).setdefault(run, []).append(pair.log_ratio)
+    return [RunEffect(kernel, baseline, cpus, found) for cpus, found in sorted(by_cpus.items())]

@@ -5,6 +5,7 @@
                                   [--workloads default] [--seed N]
                                   [--setting A=no-thp,pin ...]
     python3 -m harness.run.abtest --out DIR --analyse
+    python3 -m harness.run.abtest --runs DIR DIR [...] --pair A B
 
 Each round boots every label once at each vCPU count (plain TCG, the perf
 boots of `make compare`), in an order drawn from the seed (random) or as
@@ -17,7 +18,9 @@ round), DIR/boots.json each boot's label, round, position and image;
 --analyse prints, per label against the first, the per-case sign test
 (cases counted as independent) beside the round-paired permutation test
 of analysis/rounds.py, and the mean speed of each position in a round.
-Timings: run it with nothing else on the host (`pgrep -f 'cc1|qemu-system'`);
+--runs compares several experiments' round pairs of A against B, per vCPU
+count: each run's mean log ratio, their spread (the run-level effect), and
+the permutation p that the runs share one distribution. Timings: run it with nothing else on the host (`pgrep -f 'cc1|qemu-system'`);
 steps disturbed by other processes are counted, not rerun.
 """
 
@@ -165,10 +168,22 @@ def analyse(out: Path) -> str:
     return "\n".join(lines)
 
 
+def analyse_runs(folders: list[Path], kernel: str, baseline: str) -> str:
+    runs = {folder.name: tidy.read(folder / TABLE) for folder in folders}
+    lines = []
+    for effect in rounds.run_effects(runs, kernel, baseline):
+        means = ", ".join(f"{run} {m:+.3f} (n={len(effect.by_run[run])})"
+                          for run, m in effect.means.items())
+        lines.append(f"{kernel} against {baseline}, {effect.cpus} vCPUs: run means of the "
+                     f"round pairs' log ratio {means}; spread {effect.spread:.3f} "
+                     f"(permutation p={effect.p:.3f} that the runs share one distribution)")
+    return "\n".join(lines) or "no round pairs of those labels"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m harness.run.abtest", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out")
     parser.add_argument("--image", action="append", default=[], help="LABEL=IMAGE_DIR")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--cpus", type=int, nargs="+", default=[1, 2])
@@ -178,7 +193,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--setting", action="append", default=[],
                         help="LABEL=no-thp,pin: host-side settings of that label's boots")
     parser.add_argument("--analyse", action="store_true")
+    parser.add_argument("--runs", nargs="+", help="experiment folders to compare run by run")
+    parser.add_argument("--pair", nargs=2, metavar=("A", "B"), help="with --runs: A against B")
     args = parser.parse_args(argv)
+    if args.runs:
+        if not args.pair:
+            raise SystemExit("--runs needs --pair A B")
+        print(analyse_runs([Path(r) for r in args.runs], *args.pair))
+        return 0
+    if not args.out:
+        raise SystemExit("--out DIR is required")
     out = Path(args.out)
     if not args.analyse:
         images = [image_at(spec) for spec in args.image]

@@ -6,6 +6,7 @@ kernels, 3 repetitions at 1 and 2 vCPUs, kernels always booted in the order
 mainline, base, chinner, piggin.
 """
 
+import math
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,22 @@ def test_sign_flip_and_binomial_tests():
     assert rounds.sign_flip_p([0.1] * 20) == pytest.approx(2 / 2 ** 20, abs=5e-5)  # sampled
     assert rounds.binomial_two_sided(5, 5) == pytest.approx(2 / 32)
     assert rounds.binomial_two_sided(2, 4) == 1.0
+
+
+def test_a_whole_run_that_moves_one_kernel_is_told_from_one_that_does_not():
+    import dataclasses
+    # The captured run twice, and once with every chinner boot twice as fast: a run-level
+    # effect planted on real boot-to-boot noise.
+    shifted = [dataclasses.replace(r, value=r.value * 2.0) if r.kernel == "chinner" else r
+               for r in ROWS]
+    same = rounds.run_effects({"a": ROWS, "b": ROWS}, "chinner", "mainline")
+    moved = rounds.run_effects({"a": ROWS, "b": shifted}, "chinner", "mainline")
+    assert [e.cpus for e in same] == [e.cpus for e in moved] == [1, 2]
+    for e in same:
+        assert e.spread == pytest.approx(0.0, abs=1e-12) and e.p == 1.0
+    for e in moved:
+        assert e.spread == pytest.approx(math.log(2.0), rel=1e-9)
+        # Three round pairs per run and vCPU count: the shift is larger than the pairs'
+        # own spread, so the permutation puts it apart as far as 3 + 3 pairs allow
+        # (the observed split and its mirror of the 20: 0.1).
+        assert e.p == pytest.approx(0.1, abs=0.01)
