@@ -28,7 +28,7 @@ from harness.layout import REPO_ROOT, Layout
 
 FLAVOURS = ("perf", "debug", "sanitize", "faults", "kcsan")
 DEFAULT_FLAVOURS = ("perf", "debug")  # sanitize is slow to build and boot: asked for by name
-LOCKDEP_FLAVOURS = ("debug", "sanitize", "faults")  # boots whose /proc/lockdep is dumped
+LOCKDEP_FLAVOURS = ("debug", "sanitize", "faults", "kcsan")  # boots whose /proc/lockdep is dumped
 # A flavour that extends another: its fragment is applied after the other's.
 # faults is sanitize plus fault injection (configs/faults.config).
 BASE_FLAVOUR = {"faults": "sanitize"}
