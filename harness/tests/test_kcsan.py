@@ -4,7 +4,9 @@ captured-kcsan-mainline-c2.log is a real console: mainline's kcsan image
 (configs/kcsan.config) over the default workloads at 2 vCPUs, 2026-12-07,
 with two races of 6.1's own, one between two tasks and one between two timer
 interrupts; captured-kcsan-unknown-origin-mainline-c4.log one boot of make
-kcsan at 4 vCPUs with a race whose other access KCSAN did not see.
+kcsan at 4 vCPUs with a race whose other access KCSAN did not see;
+captured-kcsan-verbose-mainline-c2.log the image with lockdep and
+KCSAN_VERBOSE (the held locks and irq trace of each task after its stack).
 test_data/kcsan holds addr2line's and nm's real output for the first one's
 frames, from the same image's vmlinux.
 """
@@ -75,6 +77,20 @@ def test_a_race_of_unknown_origin_has_one_access_and_a_title_without_offsets():
     assert race.function_key == ("data-race", (("virtqueue_get_buf_ctx_split", "read"),))
     (report,) = kernel_reports.parse(text)
     assert report.title == race.title
+
+
+def test_a_verbose_report_gives_the_locks_the_task_held_not_its_irq_trace_as_frames():
+    text = (DATA / "console" / "captured-kcsan-verbose-mainline-c2.log").read_text()
+    (race,) = kcsan.parse(text)
+    irq, task = race.accesses
+    assert irq.task is None and irq.held_locks == ()  # an interrupt holds no task's locks
+    assert task.held_locks == ("(wq_completion)xfs-inodegc/vdb",
+                               "(work_completion)(&(&gc->work)->work)", "sb_internal#2")
+    # "hardirqs last enabled at (N): [<...>] _raw_spin_unlock_irqrestore+0x2b/0x40" and
+    # the like follow the locks: they are not frames of the stack
+    assert [f.func for f in task.frames][-2:] == ["kthread", "ret_from_fork"]
+    assert len(task.frames) == 8
+    assert race.reporter == "kworker/1:1/27 on cpu 1"
 
 
 def test_the_keys_pair_sites_within_an_image_and_functions_across_kernels():
