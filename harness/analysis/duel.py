@@ -1,11 +1,14 @@
-"""chinner against piggin, per workload case and per kind of evidence.
+"""A pair of designs, per workload case and per kind of evidence.
 
-The question of the project is which of the two designs; mainline (which
-already has chinner's lock order) is a reference and base the common
-ancestor. Every entry holds the two designs' figures, the references', the
-ratio piggin/chinner with its uncertainty, which design the evidence puts
-ahead (or neither, with the smallest difference it could have shown) and by
-which rule. A prediction is kept apart from every measurement.
+The question of the project is which of the two designs, asked of two pairs
+(analysis/verdicts.py: PAIRS): the isolated pair, chinner against piggin on
+the same structures, and the historical pair, chinner-2.6.39 against
+piggin-2010, as a 2010 summit had them. mainline (which already has
+chinner's lock order) is a reference and base the common ancestor. Every
+entry holds the pair's figures, the references', the ratio second/first
+(piggin/chinner) with its uncertainty, which design the evidence puts ahead
+(or neither, with the smallest difference it could have shown) and by which
+rule. A prediction is kept apart from every measurement.
 
 Kinds of evidence, in the order the report gives them:
 
@@ -23,8 +26,9 @@ Kinds of evidence, in the order the report gives them:
               more (debug kernels, whose lockdep lengthens every section)
   icount      single-thread rate at 1 vCPU under -icount
   timed       throughput in wall-clock time (TCG), per vCPU count
-  paired      every timed case at once, the boot as the unit: each boot paired
-              with the other design's boot of the same round (analysis/rounds.py)
+  paired      every timed case of one vCPU count at once, the boot as the unit:
+              each boot paired with the other design's boot of the same round
+              (analysis/rounds.py); never pooled over vCPU counts
   latency     99th-percentile latency of an operation (TCG)
   prediction  the queueing model's throughput at 64 CPUs: a prediction
 """
@@ -41,15 +45,53 @@ from pathlib import Path
 
 from harness.analysis import evidence, rerun, retry_counters, rounds, stats
 from harness.analysis.evidence import Case
+from harness.analysis.verdicts import PAIR_TEXT, PAIRS
 from harness.run.matrix import OVERSUBSCRIBED
 from harness.run.tidy import Row
 
-FIRST, SECOND = "chinner", "piggin"
+FIRST, SECOND = PAIRS["isolated"]
 REFERENCES = ("mainline", "base")
 PER_INODE_ROLES = ("i_lock",)
 # The control of an exact count: 6.1 already has chinner's lock order, so the two take
 # the same icache locks per operation (design.md, section 6's counts agree).
 CONTROL = "mainline"
+# The negative control of every test between two kernels' counts: mainline against the
+# isolated pair's chinner, which take the same locks; whichever pair a test is about,
+# how often this control rejects is the test's own false-claim rate.
+CONTROL_PAIR = (CONTROL, FIRST)
+# A contention claim counts only from this many debug boots per kernel (issue 38): the
+# boot is the unit of a count that moves as a whole with lockdep's timing.
+MIN_CONTENTION_BOOTS = 3
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two designs compared: first (Dave Chinner's) and second (Nick Piggin's)."""
+    name: str  # a key of verdicts.PAIRS: isolated, historical
+    first: str
+    second: str
+
+    @property
+    def text(self) -> str:
+        """What the pair is and what is equal between its two kernels (verdicts.PAIR_TEXT)."""
+        return PAIR_TEXT[self.name]
+
+    @property
+    def kernels(self) -> tuple[str, str]:
+        return self.first, self.second
+
+    def other(self, design: str) -> str:
+        return {self.first: self.second, self.second: self.first}.get(design, "")
+
+
+ISOLATED = Pair("isolated", *PAIRS["isolated"])
+HISTORICAL = Pair("historical", *PAIRS["historical"])
+ALL_PAIRS = (ISOLATED, HISTORICAL)
+
+
+def pairs_in(kernels: list[str]) -> list[Pair]:
+    """The pairs whose two kernels the run has, isolated first."""
+    return [p for p in ALL_PAIRS if p.first in kernels and p.second in kernels]
 # Two critical-section lengths of the tcg-cs plugin closer than this are the same
 # design cost: interrupts are counted apart, and three boots repeat within 0.04%
 # (NOTES, tcg-cs), so a 1% difference is far outside their noise.
@@ -98,6 +140,15 @@ class Entry:
     # contention: the p of the same test between CONTROL and FIRST, which take the same
     # locks (NaN: no control); how often it rejects is the test's real false-claim rate
     control_p: float = math.nan
+    first: str = FIRST  # the pair the entry compares
+    second: str = SECOND
+    # A test that is shown, not counted (contention without enough boots, or whose
+    # negative control fails): the design it would put ahead; ahead is then "?".
+    shown: str = ""
+    # contention: how often the kind's negative control rejected, of its tests
+    control: tuple[int, int] | None = None
+    boots: tuple[int, int] = (0, 0)  # boots behind the first's and the second's figure
+    exact: bool = False  # an exact count every debug boot repeats (decided by "exact")
 
     @property
     def prediction(self) -> bool:
@@ -105,7 +156,7 @@ class Entry:
 
     @property
     def behind(self) -> str:
-        return {FIRST: SECOND, SECOND: FIRST}.get(self.ahead, "")
+        return {self.first: self.second, self.second: self.first}.get(self.ahead, "")
 
     def behind_alone(self) -> bool:
         """The design behind lies apart from every boot of every other kernel of the case
@@ -126,70 +177,106 @@ class Entry:
             test.higher == bool(self.lower_is_better)
 
 
-def _ahead(outcome: str, lower_is_better: bool) -> str:
-    """The outcome of piggin against chinner as the design it puts ahead."""
+def _ahead(outcome: str, pair: Pair) -> str:
+    """The outcome of the second against the first as the design it puts ahead."""
     if outcome == "better":
-        return SECOND
+        return pair.second
     if outcome == "worse":
-        return FIRST
+        return pair.first
     return "?" if outcome == "unclaimed" else ""
 
 
-def _from_verdict(v: evidence.Verdict, kind: str, detail: str, note: str = "") -> Entry | None:
-    if FIRST not in v.summaries or SECOND not in v.summaries:
+def _kept(pair: Pair) -> tuple[str, ...]:
+    """The kernels whose figures an entry of the pair keeps: the pair and the references."""
+    return pair.kernels + REFERENCES
+
+
+def _from_verdict(v: evidence.Verdict, kind: str, detail: str, pair: Pair = ISOLATED,
+                  note: str = "") -> Entry | None:
+    first, second = pair.kernels
+    if first not in v.summaries or second not in v.summaries:
         return None
-    c = v.comparison(SECOND, FIRST)
+    c = v.comparison(second, first)
     assert c is not None
     r = c.ratio
-    outcome = v.outcome(SECOND, FIRST)
+    outcome = v.outcome(second, first)
     ratio = c.candidate.mean / c.baseline.mean if c.baseline.mean else None
     rule = {"exact": "exact", "interval": "interval", "rank": "rank test"}.get(
-        v.decided_by(SECOND, FIRST), "")
+        v.decided_by(second, first), "")
     if kind == "icount" and rule:
         rule = "interval and rerun floor"
     if outcome == "unclaimed":
-        note = note or v.unclaimed_reason(SECOND, FIRST)
+        note = note or v.unclaimed_reason(second, first)
     elif v.identical:
         note = note or ("every boot of every kernel gave the same figure: below the "
                         "measurement's resolution")
     return Entry(v.case, kind, detail, v.unit, not v.higher_is_better,
-                 {k: s for k, s in v.summaries.items() if k in (FIRST, SECOND) + REFERENCES},
+                 {k: s for k, s in v.summaries.items() if k in _kept(pair)},
                  ratio, r.low if r else None, r.high if r else None,
-                 _ahead(outcome, not v.higher_is_better), rule,
-                 v.detectable(SECOND, FIRST), note, values=dict(v.values), cpus=v.cpus)
+                 _ahead(outcome, pair), rule,
+                 v.detectable(second, first), note, values=dict(v.values), cpus=v.cpus,
+                 first=first, second=second,
+                 boots=(v.summaries[first].n, v.summaries[second].n))
 
 
 def _exact(rows: list[Row], case: Case, cpus: int, roles: tuple[str, ...] | None,
-           kind: str, order: list[str]) -> Entry | None:
+           kind: str, order: list[str], pair: Pair = ISOLATED) -> Entry | None:
+    first, second = pair.kernels
     values = evidence.acquisition_values(rows, case, cpus, roles)
     if not values:
         return None
     summaries = {k: stats.summarize(x) for k, x in evidence._ordered(values, order).items()}
-    v = evidence.Verdict(case, "exact", cpus, "acquisitions/op", False, summaries, FIRST,
+    v = evidence.Verdict(case, "exact", cpus, "acquisitions/op", False, summaries, first,
                          values=values)
-    if cpus > 1 and FIRST in summaries and SECOND in summaries:
+    if cpus > 1 and first in summaries and second in summaries:
         # On several vCPUs piggin's failed trylocks retake the shared locks as often as
         # they fail, which varies from boot to boot: a measured figure, not an exact one.
-        if v.same(FIRST, SECOND):
+        if v.same(first, second):
             return None  # nothing failed in either: the 1-vCPU exact entry says it all
         return _by_boots(v, kind, f"{cpus} vCPUs",
-                         "with retries, counts vary from boot to boot")
-    if CONTROL in summaries and FIRST in summaries and not v.same(CONTROL, FIRST):
+                         "with retries, counts vary from boot to boot", pair)
+    control, model = CONTROL_PAIR
+    if control in summaries and model in summaries and not v.same(control, model):
         # mainline takes chinner's locks, so their counts differ only by what varies from
         # boot to boot (a background loop, the flusher): the count is not exact here, and
-        # chinner against piggin is decided as a measured figure, by its boots.
+        # the pair is decided as a measured figure, by its boots.
         return _by_boots(v, kind, f"{cpus} vCPU",
-                         f"not exact here: {CONTROL} and {FIRST} take the same locks yet "
-                         f"{CONTROL} {summaries[CONTROL].mean:.3g} against "
-                         f"{summaries[FIRST].mean:.3g}")
-    return _from_verdict(v, kind, f"{cpus} vCPU")
+                         f"not exact here: {control} and {model} take the same locks yet "
+                         f"{control} {summaries[control].mean:.3g} against "
+                         f"{summaries[model].mean:.3g}", pair)
+    varied = unrepeated(values, pair.kernels + CONTROL_PAIR)
+    if varied:
+        # An exact count is one every debug boot repeats (issue 38: igetstorm-crowded's
+        # chains differ from boot to boot, and so did its count): where the boots of a
+        # kernel disagree, the count is measured, not exact, and decided by the boots.
+        return _by_boots(v, kind, f"{cpus} vCPU", "not exact here: the debug boots disagree ("
+                         + "; ".join(f"{k} {lo:.4g} to {hi:.4g}" for k, lo, hi in varied)
+                         + ")", pair)
+    found = _from_verdict(v, kind, f"{cpus} vCPU", pair)
+    return dataclasses.replace(found, exact=True) if found else None
 
 
-def _by_boots(v: evidence.Verdict, kind: str, detail: str, why: str) -> Entry | None:
+def unrepeated(values: dict[str, list[float]],
+               kernels: tuple[str, ...]) -> list[tuple[str, float, float]]:
+    """The kernels among `kernels` whose debug boots gave counts that are not the same
+    (evidence.same_count): (kernel, lowest, highest). One boot a kernel: none."""
+    out = []
+    for k in dict.fromkeys(kernels):
+        found = values.get(k, [])
+        if len(found) > 1 and not evidence.same_count(min(found), max(found)):
+            out.append((k, min(found), max(found)))
+    return out
+
+
+def _by_boots(v: evidence.Verdict, kind: str, detail: str, why: str,
+              pair: Pair = ISOLATED) -> Entry | None:
     """A count that is not exact, decided as a measured figure by its boots."""
     s = v.summaries
-    boots = min(s[FIRST].n, s.get(SECOND, s[FIRST]).n)
-    return _from_verdict(dataclasses.replace(v, evidence="counted"), kind, detail, note=(
+    if pair.first not in s:
+        return None
+    first = s[pair.first]
+    boots = min(first.n, s.get(pair.second, first).n)
+    return _from_verdict(dataclasses.replace(v, evidence="counted"), kind, detail, pair, note=(
         f"{why}; decided by the boots" + ("" if boots > 1 else ", one per kernel: no claim")))
 
 
@@ -215,25 +302,27 @@ def cs_per_boot(rows: list[Row], case: Case, roles: tuple[str, ...]) -> dict[str
     return dict(out)
 
 
-def _cs(rows: list[Row], case: Case, order: list[str]) -> Entry | None:
+def _cs(rows: list[Row], case: Case, order: list[str], pair: Pair = ISOLATED) -> Entry | None:
+    first, second = pair.kernels
     values = cs_per_boot(rows, case, shared_roles(rows))
-    if FIRST not in values or SECOND not in values:
+    if first not in values or second not in values:
         return None
     summaries = {k: stats.summarize(v) for k, v in evidence._ordered(values, order).items()}
-    c = stats.Comparison(summaries[SECOND], summaries[FIRST])
+    c = stats.Comparison(summaries[second], summaries[first])
     r = c.ratio
     apart = abs(c.change) > CS_TOLERANCE and (r is None or r.excludes_one)
-    ahead = "" if not apart else (SECOND if c.change < 0 else FIRST)
+    ahead = "" if not apart else (second if c.change < 0 else first)
     return Entry(case, "cs", "1 vCPU", "instructions/acquisition", True,
-                 {k: s for k, s in summaries.items() if k in (FIRST, SECOND) + REFERENCES},
-                 summaries[SECOND].mean / summaries[FIRST].mean,
+                 {k: s for k, s in summaries.items() if k in _kept(pair)},
+                 summaries[second].mean / summaries[first].mean,
                  r.low if r else None, r.high if r else None, ahead,
                  "interval, beyond 1%" if apart else "",
-                 max(CS_TOLERANCE, c.detectable if r else 0.0))
+                 max(CS_TOLERANCE, c.detectable if r else 0.0), first=first, second=second,
+                 boots=(summaries[first].n, summaries[second].n))
 
 
-def _retries(rows: list[Row], case: Case, cpus: int) -> Entry | None:
-    counters: dict[str, list[tuple[str, float]]] = {FIRST: [], SECOND: []}
+def _retries(rows: list[Row], case: Case, cpus: int, pair: Pair = ISOLATED) -> Entry | None:
+    counters: dict[str, list[tuple[str, float]]] = {pair.first: [], pair.second: []}
     for (kernel, label, counter), value in sorted(evidence.retries(rows, cpus).items()):
         if label == case.label and kernel in counters and value > 0:
             counters[kernel].append((counter, value))
@@ -249,7 +338,7 @@ def _retries(rows: list[Row], case: Case, cpus: int) -> Entry | None:
                  "per op", None, {}, None, None, None, "?",
                  "", math.nan, "different kinds, not compared: " + "; ".join(
                      f"{k} {', '.join(v) or 'none'}" for k, v in kinds.items()),
-                 counters=counters)
+                 counters=counters, cpus=cpus, first=pair.first, second=pair.second)
 
 
 PRICE_METRIC = "trylock_retry_instructions_per_op."
@@ -270,91 +359,170 @@ def price_per_boot(rows: list[Row], case: Case, cpus: int) -> dict[str, list[flo
     return dict(out)
 
 
-def _price(rows: list[Row], case: Case, cpus: int, order: list[str]) -> Entry | None:
+def price_claim(values: dict[str, list[float]], pair: Pair) -> str:
+    """The design the failed-trylock instructions put ahead: "" (neither), or "?" with
+    fewer than two boots on a side (the rule of _price, for a permutation over boots)."""
+    a, b = values.get(pair.first, []), values.get(pair.second, [])
+    if min(len(a), len(b)) < 2:
+        return "?"
+    c = stats.Comparison(stats.summarize(b), stats.summarize(a))
+    return "" if not c.significant else (pair.second if c.change < 0 else pair.first)
+
+
+def _price(rows: list[Row], case: Case, cpus: int, order: list[str],
+           pair: Pair = ISOLATED) -> Entry | None:
+    first, second = pair.kernels
     values = price_per_boot(rows, case, cpus)
-    if FIRST not in values or SECOND not in values or not any(
-            v for k in (FIRST, SECOND) for v in values[k]):
+    if first not in values or second not in values or not any(
+            v for k in (first, second) for v in values[k]):
         return None
     ordered = evidence._ordered(values, order)
     summaries = {k: stats.summarize(v) for k, v in ordered.items()}
-    c = stats.Comparison(summaries[SECOND], summaries[FIRST])
-    apart = c.significant
-    ahead = "" if not apart else (SECOND if c.change < 0 else FIRST)
-    if min(len(values[FIRST]), len(values[SECOND])) < 2:
-        ahead = "?"
+    c = stats.Comparison(summaries[second], summaries[first])
+    ahead = price_claim(values, pair)
     r = c.ratio
-    first = summaries[FIRST].mean
+    mean = summaries[first].mean
     return Entry(case, "price", f"{cpus} vCPUs", "instructions/op", True,
-                 {k: s for k, s in summaries.items() if k in (FIRST, SECOND) + REFERENCES},
-                 summaries[SECOND].mean / first if first else math.inf,
+                 {k: s for k, s in summaries.items() if k in _kept(pair)},
+                 summaries[second].mean / mean if mean else math.inf,
                  r.low if r else None, r.high if r else None, ahead,
-                 "interval" if apart else "", c.detectable if first else math.nan,
+                 "interval" if ahead in pair.kernels else "",
+                 c.detectable if mean else math.nan,
                  "one boot on a side, no interval" if ahead == "?" else "",
-                 values=ordered)
+                 values=ordered, cpus=cpus, first=first, second=second,
+                 boots=(len(values[first]), len(values[second])))
 
 
-def contention_counts(rows: list[Row], case: Case, cpus: int,
-                      roles: tuple[str, ...]) -> dict[str, tuple[int, float]]:
-    """Per kernel: contended acquisitions of `roles` and operations, summed over its
-    debug boots at `cpus` vCPUs (the counts behind contentions/op)."""
-    events: dict[str, float] = defaultdict(float)
+def contention_boots(rows: list[Row], case: Case, cpus: int,
+                     roles: tuple[str, ...]) -> dict[str, list[tuple[int, float]]]:
+    """Per kernel: (contended acquisitions of `roles`, operations) of each of its debug
+    boots at `cpus` vCPUs (the counts behind contentions/op), the boot as the unit."""
+    events: dict[tuple[str, str], float] = defaultdict(float)
     ops: dict[tuple[str, str], float] = {}
     for r in evidence._ok(rows):
         if not (r.flavour == "debug" and r.cpus == cpus and r.procs == cpus
                 and evidence._in_case(r, case)):
             continue
         if r.metric == "contentions" and r.lock in roles:
-            events[r.kernel] += r.value
+            events[r.kernel, r.cell] += r.value
         elif r.metric == "ops" and not r.lock:
             ops[r.kernel, r.cell] = r.value
-    exposure: dict[str, float] = defaultdict(float)
-    for (kernel, _), n in ops.items():
-        exposure[kernel] += n
-    return {k: (int(round(events.get(k, 0.0))), exposure[k]) for k in exposure}
+    out: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for (kernel, cell), n in sorted(ops.items()):
+        out[kernel].append((int(round(events.get((kernel, cell), 0.0))), n))
+    return dict(out)
+
+
+def contention_counts(rows: list[Row], case: Case, cpus: int,
+                      roles: tuple[str, ...]) -> dict[str, tuple[int, float]]:
+    """Per kernel: contended acquisitions of `roles` and operations, summed over its
+    debug boots at `cpus` vCPUs (the counts behind contentions/op)."""
+    return {k: (sum(c for c, _ in boots), sum(e for _, e in boots))
+            for k, boots in contention_boots(rows, case, cpus, roles).items()}
+
+
+def contention_test(a: list[tuple[int, float]],
+                    b: list[tuple[int, float]]) -> stats.RateRatio | None:
+    """a's contention rate against b's: with MIN_CONTENTION_BOOTS boots a side the boots'
+    own spread widens the test (stats.overdispersed_rate_ratio); with fewer, the counts
+    summed and taken as Poisson (stats.rate_ratio), which is shown, never counted."""
+    if min(len(a), len(b)) >= MIN_CONTENTION_BOOTS:
+        return stats.overdispersed_rate_ratio(a, b)
+    return stats.rate_ratio(sum(c for c, _ in a), sum(e for _, e in a),
+                            sum(c for c, _ in b), sum(e for _, e in b))
+
+
+def plural_boots(n: int) -> str:
+    return f"{n} debug boot" + ("" if n == 1 else "s")
 
 
 def _contention(rows: list[Row], case: Case, cpus: int, roles: tuple[str, ...],
-                kind: str = "contention") -> Entry | None:
-    counts = contention_counts(rows, case, cpus, roles)
-    if FIRST not in counts or SECOND not in counts:
+                kind: str = "contention", pair: Pair = ISOLATED) -> Entry | None:
+    first, second = pair.kernels
+    boots = contention_boots(rows, case, cpus, roles)
+    if first not in boots or second not in boots:
         return None
-    (x, ex), (y, ey) = counts[SECOND], counts[FIRST]
+    counts = {k: (sum(c for c, _ in b), sum(e for _, e in b)) for k, b in boots.items()}
+    (x, _), (y, _) = counts[second], counts[first]
     figures = {k: stats.summarize([n / e]) for k, (n, e) in counts.items() if e and
-               k in (FIRST, SECOND) + REFERENCES}
-    test = stats.rate_ratio(x, ex, y, ey)
+               k in _kept(pair)}
+    n_boots = (len(boots[first]), len(boots[second]))
+    test = contention_test(boots[second], boots[first])
+    control, model = CONTROL_PAIR
+    check = (contention_test(boots[control], boots[model])
+             if control in boots and model in boots else None)
+    control_p = check.p if check is not None else math.nan
     if test is None:
         return Entry(case, kind, f"{cpus} vCPUs", "contentions/op", True, figures,
-                     None, None, None, "", "", math.nan, "no contention in either")
+                     None, None, None, "", "", math.nan, "no contention in either",
+                     first=first, second=second, boots=n_boots, control_p=control_p)
     apart = test.p < stats.ALPHA
-    ahead = "" if not apart else (SECOND if test.value < 1 else FIRST)
+    ahead = "" if not apart else (second if test.value < 1 else first)
     note = f"{x} against {y} contended acquisitions"
-    # The rate test takes each count as Poisson; mainline takes chinner's locks, so if
-    # the test puts the two apart, counts vary between boots beyond that (lockdep's
-    # timing, a background loop) and chinner against piggin decides nothing.
-    control = counts.get(CONTROL)
-    check = stats.rate_ratio(control[0], control[1], y, ey) if control else None
-    if apart and check is not None and check.p < stats.ALPHA:
-        ahead = "?"
-        note += (f"; no claim: {CONTROL} and {FIRST} take the same locks yet the same test "
-                 f"puts them {check.value:.2g}x apart")
+    shown = ""
+    few = min(n_boots + ((len(boots[control]), len(boots[model])) if check else ()))
+    if apart and few < MIN_CONTENTION_BOOTS:
+        shown, ahead = ahead, "?"
+        note += (f"; shown, not counted: {plural_boots(few)} per kernel, a contention "
+                 f"claim needs {MIN_CONTENTION_BOOTS}")
+    elif apart and check is not None and check.p < stats.ALPHA:
+        # mainline takes chinner's locks: where the same test puts those two apart, it
+        # puts apart what does not differ, and the pair's claim here decides nothing.
+        shown, ahead = ahead, "?"
+        note += (f"; shown, not counted: {control} and {model} take the same locks yet the "
+                 f"same test puts them {check.value:.2g}x apart")
     return Entry(case, kind, f"{cpus} vCPUs", "contentions/op", True, figures,
                  test.value, test.low, test.high, ahead,
-                 "rate test" if ahead in (FIRST, SECOND) else "",
+                 ("rate test, boots as units" if few >= MIN_CONTENTION_BOOTS else "rate test")
+                 if ahead in pair.kernels else "",
                  math.sqrt(test.high / test.low) - 1 if test.low > 0 and
                  math.isfinite(test.high) else math.nan, note,
-                 control_p=check.p if check is not None else math.nan)
+                 control_p=control_p, first=first, second=second, shown=shown, boots=n_boots)
 
 
-def _latency(rows: list[Row], case: Case, cpus: int, procs: int, order: list[str]) -> Entry | None:
+CONTENTION_KINDS = ("contention", "inode_contention")
+
+
+def control_holds(rejected: int, tests: int) -> bool:
+    """The negative control rejects at about its nominal rate: no more often than a test
+    at ALPHA does by chance (the chance of so many rejections or more is at least ALPHA).
+    No control test at all is no evidence that it holds."""
+    return tests > 0 and stats.binomial_upper(rejected, tests, stats.ALPHA) >= stats.ALPHA
+
+
+def _judge_controls(found: list[Entry]) -> list[Entry]:
+    """Per contention kind: how often its negative control rejected, on every entry of the
+    kind; where the control fails, or has no test, no claim of the kind is counted (each
+    is shown, with what it would say)."""
+    out = list(found)
+    for kind in CONTENTION_KINDS:
+        mine = [i for i, e in enumerate(out) if e.kind == kind]
+        ps = [out[i].control_p for i in mine if math.isfinite(out[i].control_p)]
+        control = (sum(1 for p in ps if p < stats.ALPHA), len(ps))
+        holds = control_holds(*control)
+        for i in mine:
+            e = dataclasses.replace(out[i], control=control)
+            if not holds and e.ahead in (e.first, e.second):
+                why = (f"its negative control ({CONTROL_PAIR[0]} against {CONTROL_PAIR[1]}, "
+                       f"the same locks) rejects in {control[0]} of {control[1]}"
+                       if control[1] else "no negative control in this run")
+                e = dataclasses.replace(e, shown=e.ahead, ahead="?", rule="",
+                                        note=e.note + f"; shown, not counted: {why}")
+            out[i] = e
+    return out
+
+
+def _latency(rows: list[Row], case: Case, cpus: int, procs: int, order: list[str],
+             pair: Pair = ISOLATED) -> Entry | None:
     mode = evidence.plain_mode(rows)
     values = evidence.latency_values(rows, case, mode, cpus, procs, "p99")
-    if FIRST not in values or SECOND not in values:
+    if pair.first not in values or pair.second not in values:
         return None
     ordered = evidence._ordered(values, order)
     v = evidence.Verdict(case, "tcg", cpus, "ns", False,
-                         {k: stats.summarize(x) for k, x in ordered.items()}, FIRST,
+                         {k: stats.summarize(x) for k, x in ordered.items()}, pair.first,
                          values=ordered, procs=procs)
-    return _from_verdict(v, "latency", _cells(cpus, procs))
+    return _from_verdict(v, "latency", _cells(cpus, procs), pair)
 
 
 def _cells(cpus: int, procs: int) -> str:
@@ -362,7 +530,8 @@ def _cells(cpus: int, procs: int) -> str:
     return text + (f", {procs} worker" + ("s" if procs > 1 else "") if procs != cpus else "")
 
 
-def _timed(rows: list[Row], case: Case, order: list[str]) -> list[Entry]:
+def _timed(rows: list[Row], case: Case, order: list[str],
+           pair: Pair = ISOLATED) -> list[Entry]:
     mode = evidence.plain_mode(rows)
     out = []
     for c, cpus, procs in evidence.timed_cells(rows, mode):
@@ -371,12 +540,12 @@ def _timed(rows: list[Row], case: Case, order: list[str]) -> list[Entry]:
         values, unit = evidence.throughput_values(rows, case, mode, cpus, procs)
         ordered = evidence._ordered(values, order)
         v = evidence.Verdict(case, "tcg", cpus, unit, True,
-                             {k: stats.summarize(x) for k, x in ordered.items()}, FIRST,
+                             {k: stats.summarize(x) for k, x in ordered.items()}, pair.first,
                              values=ordered, procs=procs)
-        entry = _from_verdict(v, "timed", _cells(cpus, procs))
+        entry = _from_verdict(v, "timed", _cells(cpus, procs), pair)
         if entry:
             out.append(entry)
-            latency = _latency(rows, case, cpus, procs, order)
+            latency = _latency(rows, case, cpus, procs, order, pair)
             if latency:
                 out.append(latency)
     return out
@@ -385,37 +554,112 @@ def _timed(rows: list[Row], case: Case, order: list[str]) -> list[Entry]:
 ALL_CASES = Case("every timed case", "every filesystem", "every timed case")
 
 
-def _paired(rows: list[Row], boot_order: list[str] | None) -> Entry | None:
-    """piggin's boots against chinner's of the same round, over every case they share:
-    a boot's luck counts once, not once per case."""
-    c = rounds.compare(rows, SECOND, FIRST)
-    if not c.pairs:
-        return None
-    logs = [p.log_ratio for p in c.pairs]
-    mean = statistics.fmean(logs)
-    half = (stats.t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-            if len(logs) > 1 else math.inf)
-    by_cpus = {n: [p.log_ratio for p in c.pairs if p.cpus == n]
-               for n in sorted({p.cpus for p in c.pairs})}
-    split = "; ".join(f"{n} vCPU{'s' if n > 1 else ''}: {sum(1 for x in v if x > 0)} of {len(v)}"
-                      for n, v in by_cpus.items())
-    # Pooled over vCPU counts whose pairs lean opposite ways, the test would average
-    # two different effects into one: no claim, and the note says where each leans.
-    flipped = len({statistics.fmean(v) > 0 for v in by_cpus.values()}) > 1
-    apart = c.p_pairs < stats.ALPHA and not flipped
-    ahead = "?" if flipped else "" if not apart else (SECOND if mean > 0 else FIRST)
-    caveat = ""
-    if apart and boot_order and all(k in boot_order for k in (FIRST, SECOND)):
-        caveat = (f"every round booted the kernels in one order ({', '.join(boot_order)}): "
-                  "a place in the order and a design look alike")
-    return Entry(ALL_CASES, "paired", f"{len(c.pairs)} boot pairs", "ratio", False, {},
-                 math.exp(mean), math.exp(mean - half), math.exp(mean + half), ahead,
-                 f"sign-flip test over boot pairs, p = {c.p_pairs:.2g}" if apart else "",
-                 math.exp(half) - 1 if math.isfinite(half) else math.nan,
-                 f"{SECOND} faster in {sum(1 for x in logs if x > 0)} of {len(logs)} pairs"
-                 + (f" ({split})" if len(by_cpus) > 1 else "")
-                 + (": the vCPU counts lean opposite ways, not pooled" if flipped else ""),
-                 caveat=caveat)
+@dataclass(frozen=True)
+class Lean:
+    """The pair's boot pairs at one vCPU count: second over first, per round, as the
+    geometric mean of the timed cases both boots ran (analysis/rounds.py)."""
+    cpus: int
+    ratios: tuple[float, ...]  # one per boot pair (round)
+    ratio: float  # their geometric mean
+    low: float  # its 95% interval (t on the pairs' log ratios)
+    high: float
+    p: float  # exact sign-flip test over the pairs, two-sided
+    repetitions: tuple[int, ...] = ()
+
+    @property
+    def pairs(self) -> int:
+        return len(self.ratios)
+
+    @property
+    def least_p(self) -> float:
+        """The smallest p the sign-flip test can give with this many pairs."""
+        return 2 / 2 ** self.pairs if self.pairs else 1.0
+
+    @property
+    def apart(self) -> bool:
+        return self.low > 1 or self.high < 1
+
+
+def leans(rows: list[Row], pair: Pair = ISOLATED) -> list[Lean]:
+    """Per vCPU count (never pooled), the pair's boot pairs."""
+    c = rounds.compare(rows, pair.second, pair.first)
+    out = []
+    for n in sorted({p.cpus for p in c.pairs}):
+        mine = [p for p in c.pairs if p.cpus == n]
+        logs = [p.log_ratio for p in mine]
+        mean = statistics.fmean(logs)
+        half = (stats.t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+                if len(logs) > 1 else math.inf)
+        out.append(Lean(n, tuple(math.exp(x) for x in logs), math.exp(mean),
+                        math.exp(mean - half), math.exp(mean + half),
+                        rounds.sign_flip_p(logs), tuple(p.repetition for p in mine)))
+    return out
+
+
+@dataclass(frozen=True)
+class SignFlip:
+    """Whether the pair's timed lean changes sign between vCPU counts: each count's boot
+    pairs, and the change between the lowest and the highest count (the ratio of their
+    geometric means, Welch's interval on the logs)."""
+    pair: Pair
+    leans: tuple[Lean, ...]
+    between: stats.Ratio | None  # the highest count's ratio over the lowest's
+
+    @property
+    def opposite(self) -> bool:
+        """The counts lean opposite ways (by their geometric means)."""
+        return len({lean.ratio > 1 for lean in self.leans if lean.ratio != 1}) > 1
+
+    @property
+    def status(self) -> str:
+        """'confirmed' (opposite ways, and each side's interval excludes no change), 'not
+        confirmed' (opposite ways, an interval includes no change), 'no flip' (the same
+        way), 'one count' (a single vCPU count)."""
+        if len(self.leans) < 2:
+            return "one count"
+        if not self.opposite:
+            return "no flip"
+        down = min(self.leans, key=lambda x: x.ratio)
+        up = max(self.leans, key=lambda x: x.ratio)
+        return "confirmed" if down.high < 1 < up.low else "not confirmed"
+
+
+def sign_flip(rows: list[Row], pair: Pair = ISOLATED) -> SignFlip:
+    found = leans(rows, pair)
+    between = None
+    if len(found) > 1:
+        low, high = found[0], found[-1]
+        between = stats.ratio(stats.summarize(list(high.ratios)),
+                              stats.summarize(list(low.ratios)))
+    return SignFlip(pair, tuple(found), between)
+
+
+def _paired(rows: list[Row], boot_order: list[str] | None,
+            pair: Pair = ISOLATED) -> list[Entry]:
+    """The second's boots against the first's of the same round, over every case they
+    share, per vCPU count: a boot's luck counts once, not once per case, and a lean at
+    one vCPU count never averages with another's."""
+    first, second = pair.kernels
+    out = []
+    for lean in leans(rows, pair):
+        apart = lean.p < stats.ALPHA
+        ahead = "" if not apart else (second if lean.ratio > 1 else first)
+        caveat = ""
+        if apart and boot_order and all(k in boot_order for k in pair.kernels):
+            caveat = (f"every round booted the kernels in one order ({', '.join(boot_order)}): "
+                      "a place in the order and a design look alike")
+        unit = f"{lean.cpus} vCPU" + ("s" if lean.cpus > 1 else "")
+        out.append(Entry(
+            ALL_CASES, "paired", f"{unit}, {lean.pairs} boot pairs", "ratio", False, {},
+            lean.ratio, lean.low, lean.high, ahead,
+            f"sign-flip test over boot pairs, p = {lean.p:.2g}" if apart else "",
+            math.sqrt(lean.high / lean.low) - 1 if math.isfinite(lean.high) else math.nan,
+            f"{second} faster in {sum(1 for r in lean.ratios if r > 1)} of {lean.pairs} pairs"
+            f" (sign-flip p = {lean.p:.2g}; {lean.pairs} pairs cannot go below "
+            f"{lean.least_p:.2g})", caveat=caveat, cpus=lean.cpus, first=first,
+            second=second, values={second: list(lean.ratios)},
+            boots=(lean.pairs, lean.pairs)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -460,19 +704,20 @@ class PairRule:
     why: str
 
 
-def pair_rules(scaling_json: Path) -> dict[Case, PairRule]:
-    """case -> the rule's outcome for chinner against piggin, from scaling.json."""
+def pair_rules(scaling_json: Path, pair: Pair = ISOLATED) -> dict[Case, PairRule]:
+    """case -> the rule's outcome for the pair (chinner against piggin), from
+    scaling.json."""
     if not scaling_json.is_file():
         return {}
     data = json.loads(scaling_json.read_text())
     allowed = bool((data.get("anchors") or {}).get("verdicts_allowed"))
     by_case: dict[Case, list[dict]] = {}
     for v in data.get("pairs", []):
-        if v["pair"] == "isolated":
+        if v["pair"] == pair.name:
             by_case.setdefault(Case(v["workload"], v["fs"], v["phase"]), []).append(v)
     out = {}
     for case, found in by_case.items():
-        sides = {FIRST if v["rule"] == "first" else SECOND for v in found
+        sides = {pair.first if v["rule"] == "first" else pair.second for v in found
                  if v["rule"] in ("first", "second")}
         ahead = next(iter(sides)) if len(sides) == 1 and all(
             v["rule"] in ("first", "second") for v in found) else ""
@@ -482,8 +727,9 @@ def pair_rules(scaling_json: Path) -> dict[Case, PairRule]:
     return out
 
 
-def _prediction(found: dict, rules: dict[Case, PairRule], case: Case) -> Entry | None:
-    first, second = found.get((FIRST, case)), found.get((SECOND, case))
+def _prediction(found: dict, rules: dict[Case, PairRule], case: Case,
+                pair: Pair = ISOLATED) -> Entry | None:
+    first, second = found.get((pair.first, case)), found.get((pair.second, case))
     if not first or not second:
         return None
     ratios = [s / f for s, f in zip(second.band, first.band)]
@@ -492,61 +738,67 @@ def _prediction(found: dict, rules: dict[Case, PairRule], case: Case) -> Entry |
     # Only the sweep's rule, on a record that allows verdicts, makes a design ahead; a
     # withheld one is no claim ("?"), a rule that passes nowhere is "not apart".
     ahead = "?" if rule is None or not rule.allowed else rule.ahead
-    figures = {k: stats.summarize([found[k, case].mid]) for k in (FIRST, SECOND) + REFERENCES
+    figures = {k: stats.summarize([found[k, case].mid]) for k in _kept(pair)
                if (k, case) in found}
     fell_back = "; ".join(f"{k}: {', '.join(p.fallbacks)}"
-                          for k, p in ((FIRST, first), (SECOND, second)) if p.fallbacks)
+                          for k, p in ((pair.first, first), (pair.second, second))
+                          if p.fallbacks)
     return Entry(case, "prediction", f"{PREDICTION_CPUS} CPUs", "ops/s", False, figures,
                  ratios[1], low, high, ahead,
                  "the sweep's rule (Scaling prediction)" if ahead not in ("", "?") else "",
                  math.nan, "a prediction, not a measurement"
-                 + (f"; {rule.why}" if rule and rule.why else ""), fallbacks=fell_back)
+                 + (f"; {rule.why}" if rule and rule.why else ""), fallbacks=fell_back,
+                 first=pair.first, second=pair.second)
 
 
 def entries(rows: list[Row], kernels: list[str], spread: rerun.RerunSpread | None,
-            scaling_json: Path, boot_order: list[str] | None = None) -> list[Entry]:
-    """Every entry of the duel, case by case in the order of KINDS, then the boot-paired
-    comparison over every case. boot_order: the one order every round booted the
-    kernels in, when the run did not draw one per round (None: drawn)."""
-    order = [k for k in (FIRST, SECOND) + REFERENCES if k in kernels]
+            scaling_json: Path, boot_order: list[str] | None = None,
+            pair: Pair = ISOLATED) -> list[Entry]:
+    """Every entry of the pair's duel, case by case in the order of KINDS, then the
+    boot-paired comparison over every case, per vCPU count. boot_order: the one order
+    every round booted the kernels in, when the run did not draw one per round (None:
+    drawn)."""
+    first, second = pair.kernels
+    order = [k for k in _kept(pair) if k in kernels]
     debug_cpus = sorted({r.cpus for r in rows if r.flavour == "debug"})
     # Contention on more vCPUs than the host has cores is the host descheduling lock
     # holders, not the design: counted only where the vCPUs had cores of their own.
     uncrowded = sorted({r.cpus for r in rows if r.flavour == "debug"
                         and not r.mode.endswith(OVERSUBSCRIBED)})
     price_cpus = sorted({r.cpus for r in rows if r.metric.startswith(PRICE_METRIC)})
-    icount = {v.case: v for v in evidence.verdicts(rows, FIRST, order, spread)
+    icount = {v.case: v for v in evidence.verdicts(rows, first, order, spread)
               if v.evidence == "icount"}
     found = predictions(scaling_json)
-    rules = pair_rules(scaling_json)
+    rules = pair_rules(scaling_json, pair)
     out: list[Entry] = []
     for case in evidence.cases(rows):
         found_here: list[Entry | None] = []
         if debug_cpus:
             found_here.append(_exact(rows, case, debug_cpus[0], shared_roles(rows), "shared",
-                                     order))
+                                     order, pair))
             found_here.append(_exact(rows, case, debug_cpus[0], PER_INODE_ROLES, "per_inode",
-                                     order))
+                                     order, pair))
         # The same traffic where piggin's trylocks can fail (hotinode handle at 4 vCPUs:
         # the hash lock 5.7 times per op in piggin, once in chinner).
-        found_here += [_exact(rows, case, n, shared_roles(rows), "shared", order)
+        found_here += [_exact(rows, case, n, shared_roles(rows), "shared", order, pair)
                        for n in debug_cpus[1:]]
-        found_here.append(_cs(rows, case, order))
-        found_here += [_retries(rows, case, n) for n in debug_cpus if n > 1]
-        found_here += [_price(rows, case, n, order) for n in price_cpus]
-        found_here += [_contention(rows, case, n, shared_roles(rows)) for n in uncrowded
-                       if n > 1]
+        found_here.append(_cs(rows, case, order, pair))
+        found_here += [_retries(rows, case, n, pair) for n in debug_cpus if n > 1]
+        found_here += [_price(rows, case, n, order, pair) for n in price_cpus]
+        found_here += [_contention(rows, case, n, shared_roles(rows), pair=pair)
+                       for n in uncrowded if n > 1]
         # piggin's i_lock guards the refcount too: where workers share an inode it is
         # the lock that serialises them (hotinode, anonstorm).
-        found_here += [_contention(rows, case, n, PER_INODE_ROLES, "inode_contention")
+        found_here += [_contention(rows, case, n, PER_INODE_ROLES, "inode_contention", pair)
                        for n in uncrowded if n > 1]
         if case in icount:
-            found_here.append(_from_verdict(icount[case], "icount", "1 vCPU"))
-        found_here += _timed(rows, case, order)
-        found_here.append(_prediction(found, rules, case))
+            found_here.append(_from_verdict(icount[case], "icount", "1 vCPU", pair))
+        found_here += _timed(rows, case, order, pair)
+        found_here.append(_prediction(found, rules, case, pair))
         out += [e for e in found_here if e is not None]
-    paired = _paired(rows, boot_order) if FIRST in kernels and SECOND in kernels else None
-    return out + ([paired] if paired else [])
+    out = _judge_controls(out)
+    return out + (_paired(rows, boot_order, pair) if first in kernels and second in kernels
+                  else [])
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ whose every boot lies below every other kernel's boot is that case.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import statistics
@@ -168,13 +169,25 @@ def rank_test(mine: list[float], others: list[float]) -> RankTest | None:
     higher = observed > centre
     total = math.comb(n + m, n)
     if total <= EXACT_ARRANGEMENTS:
-        all_ranks = [ranks[v] for v in pooled]
-        extreme = sum(1 for pick in itertools.combinations(all_ranks, n)
-                      if abs(sum(pick) - centre) >= distance)
+        sums = _rank_sums(tuple(ranks[v] for v in pooled), n)
+        extreme = sum(count for s, count in sums if abs(s - centre) >= distance)
         return RankTest(extreme / total, higher, n, m)
     sd = math.sqrt(n * m * (n + m + 1) / 12)
     z = max(0.0, distance - 0.5) / sd
     return RankTest(math.erfc(z / math.sqrt(2)), higher, n, m, "normal approximation")
+
+
+@functools.lru_cache(maxsize=256)
+def _rank_sums(all_ranks: tuple[float, ...], n: int) -> tuple[tuple[float, int], ...]:
+    """Every rank sum of n of the pooled ranks, with how many choices give it: the
+    null distribution of the rank-sum statistic. It depends on the ranks alone (and
+    without ties on the sample sizes alone), so the many tests of a permutation over
+    boots share it."""
+    counts: dict[float, int] = {}
+    for pick in itertools.combinations(all_ranks, n):
+        s = sum(pick)
+        counts[s] = counts.get(s, 0) + 1
+    return tuple(sorted(counts.items()))
 
 
 def _ranks(pooled: list[float]) -> dict[float, float]:
@@ -295,3 +308,87 @@ def rate_ratio(x: int, exposure_x: float, y: int, exposure_y: float) -> RateRati
 
     value = (x / exposure_x) / (y / exposure_y) if y else math.inf
     return RateRatio(value, as_ratio(bound(False)), as_ratio(bound(True)), p)
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta (modified Lentz)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1 + numerator * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < 1e-12:
+            break
+    return h
+
+
+def incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                     + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _betacf(a, b, x) / a
+    return 1 - front * _betacf(b, a, 1 - x) / b
+
+
+def t_two_sided_p(t: float, dof: float) -> float:
+    """P(|T| >= |t|) for Student's t with dof degrees of freedom (normal beyond 1e6)."""
+    if not math.isfinite(t):
+        return 0.0
+    if dof > 1e6:
+        return math.erfc(abs(t) / math.sqrt(2))
+    return incomplete_beta(dof / 2, 0.5, dof / (dof + t * t))
+
+
+def overdispersed_rate_ratio(a: list[tuple[float, float]],
+                             b: list[tuple[float, float]]) -> RateRatio | None:
+    """Event counts of boots, (count, exposure) each, of two kernels: the ratio of their
+    rates (a over b), a two-sided p and a 95% interval, with the boot as the unit.
+
+    A Poisson test takes every event as independent, but a boot's count moves as a
+    whole (lockdep's timing, a background loop): the spread of the boots' counts
+    around their kernel's rate, over what Poisson allows, widens the test (the
+    quasi-Poisson dispersion, at least 1, with t on the boots' degrees of freedom).
+    Needs two boots a side; None without any event."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    x, ex = sum(c for c, _ in a), sum(e for _, e in a)
+    y, ey = sum(c for c, _ in b), sum(e for _, e in b)
+    if x + y == 0 or ex <= 0 or ey <= 0:
+        return None
+    chi2 = 0.0
+    for boots, total, exposure in ((a, x, ex), (b, y, ey)):
+        rate = total / exposure
+        for count, e in boots:
+            expected = rate * e
+            if expected > 0:
+                chi2 += (count - expected) ** 2 / expected
+    dof = len(a) + len(b) - 2
+    dispersion = max(1.0, chi2 / dof)
+    share = ex / (ex + ey)
+    n = x + y
+    z = (x - n * share) / math.sqrt(dispersion * n * share * (1 - share))
+    p = t_two_sided_p(z, dof)
+    # The interval of the log ratio, half a count added to an empty side.
+    xs, ys = (x or 0.5), (y or 0.5)
+    value = (x / ex) / (y / ey) if y else math.inf
+    centre = math.log((xs / ex) / (ys / ey))
+    half = t95(dof) * math.sqrt(dispersion * (1 / xs + 1 / ys))
+    return RateRatio(value, math.exp(centre - half), math.exp(centre + half), p)
+
+
+def binomial_upper(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p): how often a test at level p rejects k or more
+    times in n tries when every null holds."""
+    return _binom_tail(k, n, p, upper=True) if k > 0 else 1.0

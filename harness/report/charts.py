@@ -177,7 +177,8 @@ def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str]
             "set style data histogram", "set style histogram cluster gap 1",
             "set style fill solid 0.85 border -1", "set boxwidth 0.9", "set grid ytics",
             f"set key {style.key}",
-            "set logscale y" if log_y else ("set yrange [0:*]" if from_zero else "set yrange [*:*]"),
+            _log_range(panels) if log_y else ("set yrange [0:*]" if from_zero
+                                                else "set yrange [*:*]"),
             "set xtics nomirror", "set offsets 0, 0, graph 0.1, 0" if from_zero
             else "set offsets 0, 0, graph 0.1, graph 0.1"]
     for i, (y, label) in enumerate(sorted((marks or {}).items())):
@@ -191,14 +192,71 @@ def clustered_bars(stem: Path, title: str, groups: list[str], kernels: list[str]
         plots = [f"{_quote(str(path))} using {i + 2}:xtic(1) lc rgb {_quote(colours[i])} "
                  f"title {_quote(kernels[i])}" for i in present]
         body += [f"set ylabel {_quote(ylabel)}", "plot " + ", \\\n  ".join(plots)]
-    # Many groups: slant their names (with room on the right for the last one) and keep
-    # the picture a picture.
-    if len(groups) > 8:
-        body.insert(1, "set xtics rotate by -35 left")
-        body.insert(1, "set rmargin 12")
-    height = 200 + 230 * len(panels) + (160 if len(groups) > 8 else 0)
     width = min(MAX_WIDTH, max(760, 120 + 26 * n * max(1, len(groups))))
+    # Many groups, or names wider than their cluster: slant them (with room on the right
+    # for the last one) so that no two names print over each other.
+    slant = len(groups) > 8 or not labels_fit(groups, (style.size or (width, 0))[0], style)
+    if slant:
+        body.insert(1, "set xtics rotate by -35 left")
+        body.insert(1, f"set rmargin {_slant_margin(groups)}")
+    height = 200 + 230 * len(panels) + (160 if slant else 0)
     return _render(stem, "\n".join(body), (width, height), title, style)
+
+
+def _log_range(panels: list[tuple[str, dict[tuple[str, str], float]]]) -> str:
+    """A log y axis over the bars' own values (gnuplot's would round out to whole
+    decades, leaving the bars a sliver of the panel)."""
+    ys = [v for _, values in panels for v in values.values() if v and v > 0
+          and math.isfinite(v)]
+    if not ys:
+        return "set logscale y"
+    low, high = min(ys) / 2, max(ys) * 1.6
+    tics = log_tics(low, high)
+    return (f"set logscale y\nset yrange [{low:g}:{high:g}]" + (
+        "\nset ytics (" + ", ".join(f'"{t:g}" {t:g}' for t in tics) + ")" if tics else ""))
+
+
+def log_tics(low: float, high: float, most: int = 7) -> list[float]:
+    """Round values (1, 2, 5 and 1.5, 3, 7 of each decade) inside a log axis's range, at
+    most `most` of them, so that an axis narrower than a decade still has a scale."""
+    found = []
+    for decade in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1):
+        for m in (1, 1.5, 2, 3, 5, 7):
+            t = m * 10 ** decade
+            if low <= t <= high:
+                found.append(round(t, 10))
+    while len(found) > most:
+        found = found[::2]
+    return found
+
+
+def _slant_margin(groups: list[str]) -> int:
+    """The right margin, in characters, that a name slanted at 35 degrees under the last
+    group needs (cos 35 of its length), at least 12."""
+    return max(12, math.ceil(len(groups[-1]) * 0.82) + 1) if groups else 12
+
+
+def _font_px(style: Style) -> float:
+    """The chart's type size in pixels (the font's points, as gnuplot's cairo draws them)."""
+    try:
+        return float(style.font.rsplit(",", 1)[1]) * 4 / 3
+    except (IndexError, ValueError):
+        return 13.0
+
+
+# Average advance of a DejaVu Sans character, in ems (mixed text).
+EM_PER_CHAR = 0.6
+# What gnuplot's margins and key leave of a chart's width for its plot.
+PLOT_SHARE = 0.75
+
+
+def labels_fit(groups: list[str], width_px: float, style: Style) -> bool:
+    """Whether the groups' names, written level, fit their share of the plot's width
+    (each centred under its group, with a character of air between neighbours)."""
+    if not groups:
+        return True
+    room = width_px * PLOT_SHARE / len(groups)
+    return max(len(g) + 1 for g in groups) * _font_px(style) * EM_PER_CHAR <= room
 
 
 def points_with_errors(stem: Path, title: str, groups: list[str], ylabel: str,
@@ -241,7 +299,7 @@ def points_with_errors(stem: Path, title: str, groups: list[str], ylabel: str,
         pad = (high - low) * 0.15 or abs(high) * 0.5 or 1.0
         body.append(f"set yrange [{low - pad:g}:{high + pad:g}]")
     if len(groups) > 6:
-        body += ["set xtics rotate by -35 left", "set rmargin 12"]
+        body += ["set xtics rotate by -35 left", f"set rmargin {_slant_margin(groups)}"]
     for i, (y, label) in enumerate(sorted((marks or {}).items())):
         body.append(f"set arrow {i + 1} from graph 0, first {y:g} to graph 1, first {y:g} "
                     "nohead dt 2 lw 2 lc rgb '#555555' back")
@@ -252,6 +310,79 @@ def points_with_errors(stem: Path, title: str, groups: list[str], ylabel: str,
     height = 440 + (160 if len(groups) > 6 else 0)
     return _render(stem, "\n".join(body), (max(760, 140 + 70 * len(groups)), height), title,
                    style)
+
+
+def boot_dots(stem: Path, title: str, groups: list[str], ylabel: str,
+              series: dict[str, dict[str, list[float]]], all_kernels: list[str],
+              style: Style = REPORT, log_y: bool = True,
+              marks: dict[float, str] | None = None,
+              summary: dict[str, dict[str, tuple[float, float, float]]] | None = None,
+              colours: list[str] | None = None) -> Chart:
+    """One dot per boot: categories along x, per series (a kernel) its boots' values side
+    by side within a category, spread a little so equal values stay apart; summary: per
+    series and category a (value, low, high) drawn as a point with its interval to the
+    right of the dots; marks: y -> label of reference lines."""
+    names = [n for n in series if any(series[n].values())]
+    extra = [n for n in (summary or {}) if summary[n]]
+    if not names or not groups:
+        raise ChartError(f"{stem}: no values to chart")
+    slots = len(names) + len(extra)
+    width = 0.7 / max(1, slots)
+    blocks = []
+    for i, name in enumerate(names):
+        centre = (i - (slots - 1) / 2) * width
+        points = []
+        for g, group in enumerate(groups):
+            values = sorted(series[name].get(group, []))
+            for j, y in enumerate(values):
+                spread = (j - (len(values) - 1) / 2) * width * 0.6 / max(1, len(values))
+                points.append(f"{_num(g + centre + spread)} {_num(y)}")
+        blocks.append(f"# {name}: position value (one line per boot)\n"
+                      + ("\n".join(points) or "NaN NaN"))
+    for i, name in enumerate(extra):
+        centre = (len(names) + i - (slots - 1) / 2) * width
+        blocks.append(f"# {name}: position value low high\n" + ("\n".join(
+            f"{_num(g + centre)} {_num(y)} {_num(lo)} {_num(hi)}"
+            for g, group in enumerate(groups) if group in summary[name]
+            for y, lo, hi in [summary[name][group]]) or "NaN NaN NaN NaN"))
+    data = stem.with_suffix(".dat")
+    data.write_text("\n\n\n".join(blocks) + "\n")
+    colours = colours or _colours(names, all_kernels) + NEUTRAL[:len(extra)]
+    size = 1.6 if style.size else 1.1
+    plots = [f"{_quote(str(data))} index {i} using 1:2 with points pt {POINTS[i % len(POINTS)]} "
+             f"ps {size} lc rgb {_quote(colours[i])} title {_quote(n)}"
+             for i, n in enumerate(names)]
+    plots += [f"{_quote(str(data))} index {len(names) + i} using 1:2:3:4 with yerrorbars "
+              f"pt 2 ps {size * 1.3} lw {style.line_width} "
+              f"lc rgb {_quote(colours[len(names) + i])} title {_quote(n)}"
+              for i, n in enumerate(extra)]
+    canvas = (max(760, 160 + 200 * len(groups)), 460)
+    body = [f"set title {_quote(title)}" if title else "unset title",
+            f"set ylabel {_quote(ylabel)}", "set grid ytics", f"set key {style.key}",
+            f"set xrange [-0.6:{len(groups) - 0.4}]",
+            "set xtics (" + ", ".join(f"{_quote(g)} {i}" for i, g in enumerate(groups)) + ")",
+            "set offsets 0, 0, graph 0.08, graph 0.08"]
+    ys = [y for n in names for values in series[n].values() for y in values]
+    ys += [y for n in extra for v in summary[n].values() for y in v]
+    ys = [y for y in ys + list((marks or {}).keys()) if math.isfinite(y) and (y > 0 or not log_y)]
+    if log_y:
+        body.append("set logscale y")
+        if ys:  # the dots' own range: gnuplot's log axis would round out to whole decades
+            low, high = min(ys) / 1.25, max(ys) * 1.25
+            body.append(f"set yrange [{low:g}:{high:g}]")
+            tics = log_tics(low, high)
+            if tics:
+                body.append("set ytics (" + ", ".join(f'"{t:g}" {t:g}' for t in tics) + ")")
+    if not labels_fit(groups, (style.size or canvas)[0], style):
+        body += ["set xtics rotate by -20 left", "set rmargin 16"]
+    for i, (y, label) in enumerate(sorted((marks or {}).items())):
+        body.append(f"set arrow {i + 1} from graph 0, first {y:g} to graph 1, first {y:g} "
+                    "nohead dt 2 lw 2 lc rgb '#555555' back")
+        if label:
+            body.append(f"set label {i + 1} {_quote(label)} at graph 0.01, first {y:g} "
+                        "offset 0, 0.7 tc rgb '#555555'")
+    body.append("plot " + ", \\\n  ".join(plots))
+    return _render(stem, "\n".join(body), canvas, title, style)
 
 
 def _order_edges(prefix: str, observed: set[tuple[str, str]], allowed: set[tuple[str, str]],

@@ -1,7 +1,10 @@
 """The report of a run: Markdown and HTML, the charts beside them in charts/.
 
-Order: the duel first (duel_section: chinner against piggin, the answer in
-words, the evidence per kind and per workload), then every kernel against
+Order: the first screen (which pair each answer is about, at which vCPU
+counts, with which reach, and the answer, in under 150 words and a table),
+then the duel (duel_section: each pair of designs the run has, chinner
+against piggin and chinner-2.6.39 against piggin-2010, the answer in words,
+the evidence per kind and per workload), then every kernel against
 the baseline, the scaling prediction, the figures per workload, latency,
 -icount, retries, lockdep and sanitizers, lock-order conformance, the cost
 in code, noise, the soaks of the run's images, the environment and the
@@ -22,7 +25,7 @@ import statistics
 from pathlib import Path
 
 from harness import lockorder
-from harness.analysis import duel, evidence, retry_counters, stats
+from harness.analysis import boot_perm, duel, evidence, retry_counters, stats
 from harness.boot import measure
 from harness.report import (charts, code_cost, code_cost_section, duel_section,
                            record_table, records_section, run_inputs, scaling_section)
@@ -204,6 +207,8 @@ class ReportBuilder:
         self.spread = run_inputs.rerun_spread(layout, run_dir)
         self.chart_prefix = ""  # one per machine when the run has several
         self.blocks: list[Block] = []
+        self.first_screen: list[Block] = []
+        self._contexts: dict[str, duel_section.Context] | None = None
         self.scaling = scaling_section.Section(layout, run_dir, self.rows, self.kernels,
                                                self.baseline, self.chart_stem)
 
@@ -224,6 +229,7 @@ class ReportBuilder:
         part.rows = [r for r in self.rows if r.machine == machine]
         part.kernels = evidence.kernels_in(part.rows, self.manifest["matrix"]["kernels"])
         part.chart_prefix = f"{machine}-"
+        part._contexts = None
         return part
 
     def boots_of_kernel(self, kernel: str, flavour: str) -> int:
@@ -276,17 +282,40 @@ class ReportBuilder:
                         f"{x.tree('cpu_relax'):+d}" for x in c]]]
         return out
 
-    def duel_context(self) -> duel_section.Context:
+    def duel_contexts(self) -> dict[str, duel_section.Context]:
+        """Each pair of designs the run has (duel.pairs_in), by its name, isolated first:
+        its entries, its permutation over boots and its sign flip. Computed once (after
+        the scaling section wrote scaling.json, which the predictions read)."""
+        if self._contexts is not None:
+            return self._contexts
         matrix_info = self.manifest.get("matrix", {})
         order = None if matrix_info.get("order_seed") else list(matrix_info.get("kernels", []))
-        entries = duel.entries(self.rows, self.kernels, self.spread,
-                               self.run_dir / scaling_inputs.SCALING_JSON, order)
         cross = [c for a in self.kernels for b in self.kernels if a != b
                  for c in [evidence.cross_case(self.rows, a, b, self.spread)] if c]
         covs = [cov for _, _, cov, _ in evidence.noise(self.rows)]
-        return duel_section.Context(entries, cross, self.manifest["host"]["cpus"],
-                                    (min(covs), max(covs)) if covs else None,
-                                    self.record_rows(), self.manifest.get("differences", {}),
+        self._contexts = {}
+        for pair in duel.pairs_in(self.kernels):
+            entries = duel.entries(self.rows, self.kernels, self.spread,
+                                   self.run_dir / scaling_inputs.SCALING_JSON, order, pair)
+            self._contexts[pair.name] = duel_section.Context(
+                entries, [c for c in cross if {c.kernel, c.against} & set(pair.kernels)],
+                self.manifest["host"]["cpus"], (min(covs), max(covs)) if covs else None,
+                self.record_rows() if pair == duel.ISOLATED else [],
+                self.manifest.get("differences", {}),
+                self.manifest.get("differences_not_measured", {}), pair,
+                boot_perm.analyse(self.rows, pair, self.spread),
+                duel.sign_flip(self.rows, pair))
+        return self._contexts
+
+    def duel_context(self) -> duel_section.Context:
+        """The isolated pair's context (the deck's), or an empty one without that pair."""
+        found = self.duel_contexts()
+        if duel.ISOLATED.name in found:
+            return found[duel.ISOLATED.name]
+        cross = [c for a in self.kernels for b in self.kernels if a != b
+                 for c in [evidence.cross_case(self.rows, a, b, self.spread)] if c]
+        return duel_section.Context([], cross, self.manifest["host"]["cpus"], None, [],
+                                    self.manifest.get("differences", {}),
                                     self.manifest.get("differences_not_measured", {}))
 
     # -- sections -----------------------------------------------------------------------
@@ -298,22 +327,31 @@ class ReportBuilder:
         where = (f"on a {m['host']['cpus']}-core host under **{m['accel'].upper()}**"
                  if len(machines) <= 1 else
                  f"on {len(machines)} kinds of machine, each reported on its own below")
-        designs = [k for k in (duel.FIRST, duel.SECOND) if k in self.kernels]
+        pairs = duel.pairs_in(self.kernels)
+        designs = [k for p in pairs for k in p.kernels] or \
+            [k for k in (duel.FIRST, duel.SECOND) if k in self.kernels]
         others = [k for k in self.kernels if k not in designs]
-        b.append(Heading(1, "inode-duel: " + " against ".join(designs) + (
-            f" ({', '.join(others)} for reference)" if others else "")))
+        b.append(Heading(1, "inode-duel: " + ("; ".join(f"{p.first} against {p.second}"
+                                                      for p in pairs)
+                                            or " against ".join(designs))))
         b.append(Para(
             f"Run {self.run_dir.name}, written {m['created']}: {boots_phrase(m)}, measured "
             f"{provenance(m)} (boots per run in brackets); this run itself took "
             f"{fmt(m['wall_seconds'], 2)} s {where}{resumes_phrase(m)}. Source: Debian "
             "linux-source-6.1 "
             + ", ".join(sorted({k['package_version'] for k in m['kernels'].values()}))
+            + (f". For reference: {', '.join(others)}" if others else "")
             + f". Secondary comparisons use **{self.baseline}** as the baseline"
             + (f" ({self.requested_baseline} was asked for but is not in this run)"
                if self.requested_baseline and self.requested_baseline != self.baseline else "")
             + "."))
         if len(machines) <= 1:
             self.measurement_sections()
+            # The first screen goes first: the answer before where it was measured.
+            at = b.index(self.first_screen[0]) if self.first_screen else 0
+            if at:
+                del b[at:at + len(self.first_screen)]
+                b[1:1] = self.first_screen
         else:
             for machine in machines:
                 b.append(Heading(1, f"On {self.machine_label(machine)}"))
@@ -328,7 +366,14 @@ class ReportBuilder:
     def measurement_sections(self) -> None:
         """Everything read from the rows (of one machine)."""
         scaling = self.scaling.blocks()  # writes scaling.json, which the duel reads
-        self.blocks += duel_section.blocks(self.duel_context(), self.rows, self.kernels)
+        contexts = list(self.duel_contexts().values())
+        self.first_screen = duel_section.first_screen(contexts, self.kernels)
+        self.blocks += self.first_screen
+        for ctx in contexts:
+            self.blocks += duel_section.blocks(ctx, self.rows, self.kernels, self.chart_stem)
+        if not contexts:
+            self.blocks += duel_section.blocks(self.duel_context(), self.rows, self.kernels)
+        self.blocks += duel_section.gp_wait_blocks(self.rows, self.kernels)
         self.verdict_section()
         self.blocks += scaling
         self.cases_section()

@@ -1,12 +1,13 @@
 """The slide deck of a run: RUN_DIR/slides.pdf, at most 12 slides for a 15-minute slot.
 
 Built around the answer to the question the project exists for, chinner
-against piggin: the question and the three designs; the answer; then one
-message per slide, each title computed from the run like every number on
-it (the lock orders, where the lock traffic differs, the critical sections,
-retries, single-thread cost, the one large timed difference, the timing
-pattern that is not the code's, the model's prediction, the record); last,
-what would change the answer. Every figure on a slide is one the report
+against piggin: the question, the designs and the pairs; the answer, per
+pair and vCPU count with its reach; then one message per slide, each title
+computed from the run like every number on it (the lock orders, where the
+exact lock traffic differs, the critical sections, retries, single-thread
+cost, the largest timed difference per vCPU count boot by boot, the boot
+pairs per vCPU count and the sign flip, the model's prediction, the
+record); last, what would change the answer. Every figure on a slide is one the report
 shows (deck_text checks it, with the other text defects a reader would
 catch); charts are drawn again for the slide with large type.
 
@@ -22,12 +23,12 @@ import shutil
 from datetime import datetime
 from pathlib import Path
 
-from harness.analysis import duel, evidence, retry_counters
+from harness.analysis import duel, evidence, retry_counters, stats
 from harness.analysis.duel import FIRST, SECOND
 from harness.layout import Layout
 from harness.report import (charts, deck_text, document, duel_section, record_table,
                             records_section, run_inputs)
-from harness.report.blocks import pct_abs, plural
+from harness.report.blocks import plural
 from harness.report.duel_section import change_text, span_text
 from harness.report.svg_pages import (Bullets, Grid, Page, Picture, Text, SMALL_PX, page_text,
                                       write_pdf)
@@ -104,6 +105,14 @@ class Deck:
 
     # -- slides ---------------------------------------------------------------------------
 
+    def pairs_text(self) -> str:
+        """Which pairs this run has, each with what is equal between its kernels."""
+        found = self.report.duel_contexts()
+        return " ".join(
+            (f"{p.text[0].upper()}{p.text[1:]}." if p.name in found else
+             f"The {p.name} pair ({p.first} against {p.second}) is not in this run.")
+            for p in duel.ALL_PAIRS)
+
     def question(self) -> Page:
         r, m = self.report, self.report.manifest
         counts = {k: len([p for p in m["kernels"][k]["patches"] if p["series"] == k])
@@ -123,59 +132,44 @@ class Deck:
                 "mainline 6.1: already the first design's lock order, the reference",
             ], size=32),
             Text(f"This run: {plural(len(document.boots_of(m)), 'boot')} under "
-                 f"{m['accel'].upper()} on a {m['host']['cpus']}-core host; both designs "
-                 "share per-CPU sb lists and per-bucket hash locks, so only the locking model "
-                 "differs.", size=SMALL_PX, colour="#444444"),
+                 f"{m['accel'].upper()} on a {m['host']['cpus']}-core host. "
+                 + self.pairs_text(), size=SMALL_PX, colour="#444444"),
         ], self.footer)
 
     def answer(self) -> Page:
-        if not self.both():
+        """Which pair, which vCPU counts, which reach and the answer, per pair and count:
+        the first screen of the report, on a slide; no tally of mechanisms (a contention
+        count whose control fails must not be counted here)."""
+        contexts = self.report.duel_contexts()
+        if not contexts:
             return self.missing("The answer")
+        verdicts = {name: duel_section.count_verdicts(ctx) for name, ctx in contexts.items()}
+        kinds = [k for k in duel_section.COUNTED
+                 if any(k in c.reach for found in verdicts.values() for c in found)]
         rows = []
-        for t in duel.by_kind([e for e in self.ctx.entries if not e.prediction
-                               and e.kind != "retries"]):
-            apart = [e.ratio for e in t.ahead(FIRST) + t.ahead(SECOND) if e.ratio]
-            first = [e for e in t.ahead(FIRST) if not self.ctx.confounded(e)]
-            aside = len(t.ahead(FIRST)) - len(first)
-            rows.append([KIND[t.kind], str(len(first)) + (f" (+{aside} set aside)"
-                                                           if aside else ""),
-                         str(len([e for e in t.ahead(SECOND) if not self.ctx.confounded(e)])),
-                         f"{len(t.level)} of {len(t.entries)}", str(len(t.unclaimed)),
-                         span_text(apart) if apart else ""])
+        for name, found in verdicts.items():
+            for c in found:
+                rows.append([name, str(c.cpus), duel_section._reach_values(c.reach, kinds),
+                             f"{len(c.first)} / {len(c.second)} of {c.chance.tests}",
+                             f"{c.chance.p:.2g} ({c.chance.least_p:.2g})", c.text])
         cores = self.report.manifest["host"]["cpus"]
-        notes = [duel_section._largest(self.ctx).split(". ")[0]]
-        flagged = [e for e in self.ctx.entries if self.ctx.confounded(e) and not e.caveat]
-        aside = [f"{plural(len(flagged), 'timed win')} of {flagged[0].ahead} (the cross-case "
-                 "check flags its timings)"] if flagged else []
-        aside += [f"{e.behind} {change_text(e.ratio)} boot against boot (one boot order in "
-                  "every round)" for e in self.ctx.entries
-                  if e.caveat and e.ahead in (FIRST, SECOND)]
-        if aside:
-            notes.append("Set aside: " + "; ".join(aside))
-        grid = Grid(["measured", f"{FIRST} ahead", f"{SECOND} ahead", "neither", "no claim",
-                     f"{SECOND}/{FIRST} apart"], rows, size=28)
-        verdicts = duel_section.difference_verdicts(self.ctx)
-        if verdicts:  # the summit's question is per design difference, not per kind
-            rows = []
-            for d in verdicts:
-                word, counts = d.short
-                rows.append([d.name.split(" (")[0],
-                             str(len(d.sub.claims(FIRST, duel_section.MECHANISMS))),
-                             str(len(d.sub.claims(SECOND, duel_section.MECHANISMS))),
-                             counts, word])
-            rows += [[text.split(" (")[0], "-", "-", "-", "not run: " + ", ".join(found)]
-                     for text, found in self.ctx.not_measured.items()]
-            grid = Grid(["design difference", f"{FIRST} lower", f"{SECOND} lower",
-                         "claims/tests", "verdict"], rows, size=22)
-            notes.insert(0, f"Per design difference the workloads declare: mechanisms "
-                            f"(lock traffic, critical sections, lockdep contention) where "
-                            f"{FIRST} or {SECOND} is lower; cost claims among the cost tests, "
-                            "with the chance of so many or more when nothing differs; the "
-                            "verdict on costs, beyond chance after Holm's correction.")
-        return Page(f"Answer: on what this run measured, {duel_section.verdict(self.ctx)}; "
-                    f"beyond {cores} CPUs it cannot say", [
-            grid,
-            Bullets([n for n in notes if n], size=SMALL_PX),
+        notes = [self.pairs_text()]
+        flip = self.ctx.flip
+        if flip and flip.status not in ("one count", "no flip"):
+            notes.append(f"Sign flip between vCPU counts ({SECOND} against {FIRST}, boot "
+                         f"pairs): {flip.status}; " + ", ".join(
+                             f"{change_text(x.ratio)} at {x.cpus} vCPU" + ("s" if x.cpus > 1
+                                                                          else "")
+                             for x in flip.leans))
+        notes.append("Reach (" + ", ".join(duel_section.REACH[k] for k in kinds) + "): the "
+                     "median smallest difference its tests could show. Claims: "
+                     "Chinner's design ahead / Piggin's, of the cost tests. p: the boots "
+                     "relabelled in every way (one boot's tests are not independent).")
+        isolated = contexts.get(duel.ISOLATED.name)
+        said = duel_section.verdict(isolated) if isolated else "no isolated pair"
+        return Page(f"Answer (isolated pair): {said}; beyond {cores} CPUs it cannot say", [
+            Grid(["pair", "vCPUs", "reach", "claims", "p (least)", "answer"], rows, size=26),
+            Bullets(notes, size=SMALL_PX),
         ], self.footer)
 
     def orders(self) -> Page:
@@ -207,7 +201,13 @@ class Deck:
         ], self.footer)
 
     def traffic(self) -> Page:
-        shared, own = self.entries("shared"), self.entries("per_inode")
+        """Exact acquisitions per operation only: counts every debug boot repeats, at the
+        first debug vCPU count; a count that varies from boot to boot (failed trylocks at
+        4 vCPUs, a background loop) is measured, not exact, and is left to the report."""
+        every = self.entries("shared") + self.entries("per_inode")
+        shared = [e for e in self.entries("shared") if e.exact]
+        own = [e for e in self.entries("per_inode") if e.exact]
+        varied = len({e.case for e in every if not e.exact} - {e.case for e in shared + own})
         if not shared or not own:
             return self.missing("Lock traffic")
         more = [e for e in own if e.ahead == FIRST]
@@ -229,10 +229,12 @@ class Deck:
                                           f"{SECOND} / {FIRST}", series, [],
                                           style=SLIDE_STYLE, marks={1.0: ""},
                                           colours=[charts.NEUTRAL[0], DESIGN_COLOURS[1]])
+        left = [f"{plural(len(tiny), 'case')} below {evidence.EXACT_FLOOR:g}/op"] if tiny else []
+        left += [f"{varied} that vary"] if varied else []
         return Page(title, [Picture([self.picture(chart)], [
-            "exact acquisitions per operation, debug kernels"
-            + (f"; not drawn: {plural(len(tiny), 'case')} below {evidence.EXACT_FLOOR:g}/op"
-               if tiny else "")], text_px=CHART_PX)], self.footer)
+            f"exact acquisitions/op at {shared[0].detail} (debug)"
+            + (f"; not drawn: {', '.join(left)}" if left else "")], text_px=CHART_PX)],
+            self.footer)
 
     def sections(self) -> Page:
         found = self.entries("cs")
@@ -241,10 +243,12 @@ class Deck:
         groups = [self.label(e.case) for e in found]
         values = {(self.label(e.case), k): e.figures[k].mean for e in found
                   for k in (FIRST, SECOND) if k in e.figures}
+        # A log axis: one case holds its locks ten times longer than the rest, which a
+        # linear axis would flatten to nothing.
         chart = charts.clustered_bars(self.folder / "sections", "", groups, [FIRST, SECOND],
-                                      [("instructions per shared-lock hold", values)],
+                                      [("instructions (log)", values)],
                                       [FIRST, SECOND], style=SLIDE_STYLE,
-                                      colours=DESIGN_COLOURS)
+                                      colours=DESIGN_COLOURS, log_y=True)
         shorter = [e for e in found if e.ahead == SECOND]
         longer = [e for e in found if e.ahead == FIRST]
         title = (f"{SECOND}'s shared critical sections are shorter in {len(shorter)} of "
@@ -252,8 +256,8 @@ class Deck:
                                            if shorter else "")
                  + (f", longer in {len(longer)}" if longer else ""))
         return Page(title, [Picture([self.picture(chart)], [
-            "guest instructions from taking a shared lock to releasing it (tcg-cs plugin, "
-            "perf kernels)"], text_px=CHART_PX)], self.footer)
+            "instructions per shared-lock hold, taken to released (tcg-cs, perf kernels)"],
+            text_px=CHART_PX)], self.footer)
 
     def retries(self) -> Page:
         found = self.entries("retries")
@@ -306,58 +310,61 @@ class Deck:
                 if unmeasured else "")], text_px=CHART_PX)], self.footer)
 
     def timed(self) -> Page:
-        found = [e for e in self.entries("timed") if e.ahead in (FIRST, SECOND)
-                 and not self.ctx.confounded(e) and e.ratio]
-        if not found:
-            return Page("Timed throughput: no difference between the designs stands out", [
-                Text("No timed cell separates them beyond its noise, or only where the "
-                     "cross-case check flags the timings.")], self.footer)
-        top = max(found, key=lambda e: abs(math.log(e.ratio)))  # type: ignore[arg-type]
-        cells = [e for e in self.entries("timed") if e.case == top.case]
-        groups = [e.detail for e in cells]
-        series = {k: {e.detail: (math.exp(sum(map(math.log, e.values[k])) / len(e.values[k])),
-                                 min(e.values[k]), max(e.values[k]))
-                      for e in cells if e.values.get(k)} for k in self.report.kernels}
-        chart = charts.points_with_errors(self.folder / "timed", "", groups,
-                                          top.unit, series, self.report.kernels,
-                                          style=SHORT_STYLE, log_y=True)
-        p99 = [e.ratio for e in self.entries("latency") if e.case == top.case and e.ratio
-               and e.ahead == top.ahead]
-        apart = [e.ratio for e in cells if e.ahead == top.ahead and e.ratio]
-        title = (f"{top.case.label}: {SECOND}'s throughput {span_text(apart)} of {FIRST}'s"
-                 + (f", its p99 latency {span_text(p99)}" if p99 else ""))
+        """The largest timed difference per vCPU count, every boot a dot."""
+        found = duel_section.largest_per_count(self.ctx)
+        groups, series = duel_section.dots_series(self.ctx, self.report.kernels, short=True)
+        if not groups:
+            return Page("Timed throughput: not in this run", [
+                Text(f"This run timed no case on both {FIRST} and {SECOND}.")], self.footer)
+        chart = charts.boot_dots(self.folder / "timed", "", groups,
+                                 f"ratio to {FIRST}", series,
+                                 self.report.kernels, style=SHORT_STYLE, marks={1.0: ""})
+        title = "Largest timed difference per vCPU count, boot by boot: " + "; ".join(
+            f"{SECOND} {change_text(e.ratio, e.low, e.high).split(' (')[0]} at {e.detail} "
+            f"({'apart' if e.ahead in (FIRST, SECOND) else 'not apart'})" for e in found)
         note = duel_section._largest(self.ctx).split(". ", 1)[-1]
         return Page(title, [
-            Picture([self.picture(chart)], ["point: geometric mean; bar: lowest to highest "
-                                            "boot (TCG, perf kernels)"], text_px=CHART_PX),
-            Text(note if "fires" in note else "", size=SMALL_PX, colour="#444444"),
+            Picture([self.picture(chart)], ["a dot per boot: throughput of the cell over "
+                                            f"{FIRST}'s geometric mean (TCG, perf kernels)"],
+                    text_px=CHART_PX),
+            Text(", ".join(f"{e.detail}: {e.case.label}" for e in found)
+                 + (". " + note if "fires" in note else ""), size=SMALL_PX, colour="#444444"),
         ], self.footer)
 
-    def artefact(self) -> Page:
-        flagged = self.ctx.flagged
-        if not flagged:
-            return Page("Timings and instruction counts agree: no kernel wins beyond chance", [
-                Text("Cross-case check: no kernel's timed lead over another is both beyond "
-                     "chance and out of proportion to its -icount instruction counts.",
-                     size=30)], self.footer)
-        top = min(flagged, key=lambda c: c.p)
-        rows = [[c.kernel, c.against, f"{c.wins} of {c.cells}", f"{c.p:.2g}",
-                 change_text(c.median_ratio), pct_abs(c.icount_median),
-                 ", ".join(["1"] + [f"{n} ({compared - apart}/{compared})"
-                                    for n, compared, apart in c.locks])] for c in flagged]
-        return Page(f"Under TCG {top.kernel} outruns {top.against} in {top.wins} of {top.cells}"
-                    f" timed cells while -icount counts the same instructions: its timed wins "
-                    "are set aside", [
-                        Grid(["kernel", "against", "higher mean", "sign test p",
-                              "median change", "-icount apart",
-                              "set aside (vCPUs)"], rows, size=28),
-                        Text(f"{top.kernel}'s timed wins therefore count for nothing unless the "
-                             "other design's boots lie apart from every other kernel's; above "
-                             "1 vCPU only in the cases (n/m) where the two take the same "
-                             "locks. -icount apart: the median. The "
-                             "cause (how TCG runs its code, image layout, host caches) is not "
-                             "found yet.", size=SMALL_PX, colour="#444444"),
-                    ], self.footer)
+    def flip(self) -> Page:
+        """Boot against boot per vCPU count: each round's pair of boots a dot, the
+        geometric mean with its interval beside them, and whether the sign flips."""
+        flip = self.ctx.flip
+        if flip is None or not flip.leans:
+            return Page("Boot against boot: no rounds with both designs in this run", [
+                Text(f"No timed round booted both {FIRST} and {SECOND}.")], self.footer)
+        groups = [f"{x.cpus} vCPU" + ("s" if x.cpus > 1 else "") for x in flip.leans]
+        series = {"a round": {g: list(x.ratios) for g, x in zip(groups, flip.leans)}}
+        summary = {"geometric mean, 95% interval": {g: (x.ratio, x.low, x.high)
+                                                    for g, x in zip(groups, flip.leans)}}
+        chart = charts.boot_dots(self.folder / "flip", "", groups, f"{SECOND} / {FIRST}",
+                                 series, [], style=SHORT_STYLE, marks={1.0: ""},
+                                 summary=summary, colours=[DESIGN_COLOURS[1],
+                                                           charts.NEUTRAL[0]])
+        status = {"confirmed": "the sign flip is confirmed",
+                  "not confirmed": "the sign flip is not confirmed",
+                  "no flip": "no sign flip", "one count": "one vCPU count"}[flip.status]
+        title = (f"Boot against boot: {SECOND} " + ", ".join(
+            f"{change_text(x.ratio)} at {g}" for g, x in zip(groups, flip.leans))
+            + f"; {status}")
+        rounds = min(x.pairs for x in flip.leans)
+        flagged = [c for c in self.ctx.flagged if {c.kernel, c.against} <= {FIRST, SECOND}]
+        text = (f"Each dot one round: {SECOND}'s boot over {FIRST}'s, the geometric mean of "
+                f"the timed cases both ran; {plural(rounds, 'round')} per count, so the "
+                f"sign-flip test cannot go below p = {flip.leans[0].least_p:.2g}.")
+        if flagged:
+            text += (f" The cross-case check flags {flagged[0].kernel}'s timings against "
+                     f"{flagged[0].against}.")
+        return Page(title, [
+            Picture([self.picture(chart)], [f"{SECOND} / {FIRST} per round (TCG, perf "
+                                            "kernels)"], text_px=CHART_PX),
+            Text(text, size=SMALL_PX, colour="#444444"),
+        ], self.footer)
 
     def scaling(self) -> Page:
         predicted = self.entries("prediction")
@@ -397,10 +404,14 @@ class Deck:
                 found += b.items if isinstance(b, document.ChartRow) else [b]
         if not found:
             return None
+        # The case that illustrates the title: one the rule puts a design ahead in, else
+        # where the pair's own predictions lie furthest apart (never where they coincide).
+        shown = [e for e in predicted if e.ahead in (FIRST, SECOND)] or predicted
         spread = {}
-        for e in predicted:
-            values = [s.mean for s in e.figures.values()]
-            spread[e.case.label] = max(values) / min(values) if min(values) > 0 else 0
+        for e in shown:
+            a, b = e.figures.get(FIRST), e.figures.get(SECOND)
+            if a and b and a.mean > 0 and b.mean > 0:
+                spread[e.case.label] = abs(math.log(b.mean / a.mean))
         best = max(spread, key=lambda label: spread[label]) if spread else None
         return next((c for c in found if best and c.caption.startswith(best + ":")), found[0])
 
@@ -467,6 +478,19 @@ class Deck:
         for c in self.ctx.flagged[:1]:
             items.append(f"The cause of {c.kernel}'s TCG timing lead over {c.against}, found "
                          "and removed")
+        for name, ctx in self.report.duel_contexts().items():
+            blind = [c for c in duel_section.count_verdicts(ctx)
+                     if c.chance.least_p >= stats.ALPHA]
+            if blind:
+                items.append(f"More timed rounds of the {name} pair: with "
+                             f"{blind[0].chance.boots_text} at "
+                             + " and ".join(c.where for c in blind)
+                             + ", no count of claims can beat chance")
+        shown = [e for e in self.ctx.entries if e.shown]
+        if shown:
+            items.append(f"Contention claims that count: {duel.MIN_CONTENTION_BOOTS} debug "
+                         "boots a kernel and a negative control that holds "
+                         f"({plural(len(shown), 'test')} shown here, not counted)")
         unmeasured = [e for e in self.entries("icount") if e.ahead == "?"
                       and "never measured" in e.note]
         stalled = [e for e in self.entries("icount") if "stalled" in e.note]
@@ -481,7 +505,7 @@ class Deck:
     def pages(self) -> list[Page]:
         return [self.question(), self.answer(), self.orders(), self.traffic(),
                 self.sections(), self.retries(), self.single_thread(), self.timed(),
-                self.artefact(), self.scaling(), self.record(), self.change()]
+                self.flip(), self.scaling(), self.record(), self.change()]
 
 
 def write(layout: Layout, run_dir: Path, baseline: str | None = None) -> Path:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis import duel, evidence, stats
+from harness.analysis import boot_perm, duel, evidence, stats
 from harness.report import blocks, duel_section
 from harness.run import tidy
 from harness.tests.conftest import row
@@ -140,21 +140,21 @@ def test_the_price_of_retries_is_read_from_the_round_robin_rows():
     assert e.ahead == "chinner" and e.rule == "interval" and e.unit == "instructions/op"
 
 
-def test_boot_against_boot_counts_a_boots_luck_once():
-    """piggin below chinner in all 6 boot pairs (the least p six pairs allow), where the
-    cells counted one by one would say 30 of 37; with one boot order in every round
-    (piggin always last) the claim is set aside, not counted."""
+def test_boot_against_boot_is_judged_per_vcpu_count_never_pooled():
+    """piggin below chinner in all 6 boot pairs of the 2026-12-04 reference, three at each
+    vCPU count: per count, three pairs cannot go below p = 0.25, so nothing is claimed
+    (pooled, the six made a claim at 0.031), and both counts lean the same way."""
     rows = tidy.read(DATA / "perf-throughput.tsv")
     order = ["mainline", "base", "chinner", "piggin"]
-    (e,) = [e for e in duel.entries(rows, KERNELS, None, DATA / "none.json", order)
-            if e.kind == "paired"]
-    assert e.ahead == "chinner"
-    assert e.note == "piggin faster in 0 of 6 pairs (1 vCPU: 0 of 3; 2 vCPUs: 0 of 3)"
-    assert e.rule == "sign-flip test over boot pairs, p = 0.031" and e.caveat
-    assert e.low < e.ratio < e.high < 1
-    (drawn,) = [e for e in duel.entries(rows, KERNELS, None, DATA / "none.json")
-                if e.kind == "paired"]
-    assert not drawn.caveat  # a run that drew each round's order: the claim stands
+    found = [e for e in duel.entries(rows, KERNELS, None, DATA / "none.json", order)
+             if e.kind == "paired"]
+    assert [(e.cpus, e.detail) for e in found] == [(1, "1 vCPU, 3 boot pairs"),
+                                                   (2, "2 vCPUs, 3 boot pairs")]
+    for e in found:
+        assert e.ahead == "" and not e.rule and e.low < e.ratio < 1 < e.high
+        assert e.note == ("piggin faster in 0 of 3 pairs (sign-flip p = 0.25; 3 pairs "
+                          "cannot go below 0.25)")
+    assert duel.sign_flip(rows).status == "no flip"
     chinner = evidence.cross_case(rows, "chinner", "mainline")
     assert (chinner.pairs_won, len(chinner.pair_ratios)) == (4, 6) and chinner.p_pairs > 0.2
 
@@ -203,33 +203,55 @@ def test_a_kind_of_evidence_the_run_lacks_is_said_not_measured(entries):
     assert "single-thread cost (-icount) (" not in text  # measured: not listed
 
 
-def test_boot_pairs_that_lean_opposite_ways_per_vcpu_count_are_not_pooled():
-    """The 2026-12-06 reference's pattern: piggin ahead in every 1-vCPU pair and behind
-    in every 2-vCPU pair. Pooled, the six pairs would average two effects into one."""
+def test_a_sign_flip_is_confirmed_only_when_both_counts_are_apart():
+    """The 2026-12-06 reference's pattern, planted: piggin's 1-vCPU boots four times as
+    fast, its 2-vCPU boots as measured (behind in 3 of 3 rounds). The counts lean
+    opposite ways and differ (their ratio's interval excludes 1), yet the 2-vCPU lean's
+    own interval includes no change: not a confirmed flip."""
     rows = tidy.read(DATA / "perf-throughput.tsv")
     flipped = [dataclasses.replace(r, value=r.value * (4.0 if r.kernel == "piggin" else 1.0))
                if r.cpus == 1 else r for r in rows]
-    (e,) = [e for e in duel.entries(flipped, KERNELS, None, DATA / "none.json")
-            if e.kind == "paired"]
-    assert e.ahead == "?" and not e.rule
-    assert e.note == ("piggin faster in 3 of 6 pairs (1 vCPU: 3 of 3; 2 vCPUs: 0 of 3): "
-                      "the vCPU counts lean opposite ways, not pooled")
+    flip = duel.sign_flip(flipped)
+    one, two = flip.leans
+    assert one.low > 1 and two.ratio < 1 < two.high
+    assert flip.opposite and flip.status == "not confirmed"
+    assert flip.between.high < 1  # 2 vCPUs against 1: the counts do differ
+    said = duel_section.flip_sentence(flip)
+    assert "**The sign flip is not confirmed**" in said
+    assert "its interval excludes no change: the counts differ" in said
+    # Both sides apart (2-vCPU boots halved as well): confirmed, with its size.
+    both = [dataclasses.replace(r, value=r.value * (0.5 if r.kernel == "piggin" else 1.0))
+            if r.cpus == 2 else r for r in flipped]
+    assert duel.sign_flip(both).status == "confirmed"
+    assert "**The sign flip between chinner and piggin is confirmed**" in \
+        duel_section.flip_sentence(duel.sign_flip(both))
 
 
-def test_the_answer_is_given_per_design_difference(entries):
+def context(rows, found, **more):
+    """The duel's context of rows, with the permutation over their boots."""
+    return duel_section.Context(found, [], 2, None, [], more.get("differences", {}),
+                                more.get("not_measured", {}), duel.ISOLATED,
+                                boot_perm.analyse(rows, duel.ISOLATED),
+                                duel.sign_flip(rows))
+
+
+def test_the_answer_is_given_per_design_difference(rows, entries):
     """Each workload (or phase) names the design difference it works; the report groups
     the comparisons by it. Here the one case of the captured rows: create-unlink, where
-    piggin's XFS recycle wait (2026-12-04) cost it every timed comparison."""
+    piggin's XFS recycle wait (2026-12-04) cost it every timed comparison of XFS: six
+    claims, all from three boots a kernel at each vCPU count, which no permutation of
+    three boots a side can put beyond chance (p = 0.1 at best)."""
     differences = {"create-unlink": "list membership under i_lock (create, unlink)"}
-    ctx = duel_section.Context(entries, [], 2, None, [], differences)
+    ctx = context(rows, entries, differences=differences)
     [d] = duel_section.difference_verdicts(ctx)
     assert d.name == differences["create-unlink"]
     assert {e.case for e in d.sub.entries} == {XFS, EXT4}
     assert not [e for e in d.sub.entries if e.prediction or e.kind == "paired"]
-    costs = [e for e in d.sub.entries if e.kind in duel_section.COSTS and e.ahead != "?"]
-    assert d.tests == len(costs) and d.claims == len([e for e in costs if e.ahead])
-    assert d.p == pytest.approx(duel_section.chance_p(d.claims, d.tests))
-    assert d.decided and d.text.startswith("chinner is ahead (6 claims in ")
+    costs = [e for e in d.sub.entries if e.kind in duel_section.COUNTED and e.ahead != "?"]
+    assert d.tests == len(costs) and d.claims == len([e for e in costs if e.ahead]) == 6
+    assert [c.cpus for c in d.counts] == [1, 2]
+    assert [c.chance.p for c in d.counts] == [0.1, 0.1] and not d.decided
+    assert d.text.startswith("at 1 vCPU: neither ahead beyond chance (2 claims in 4 tests")
     [row] = duel_section.difference_table(ctx).rows
     assert row[0] == d.name and row[1] == "create-unlink on ext4, create-unlink on xfs"
     assert "per-inode (i_lock) traffic 2" in row[5]  # a mechanism, not a cost
@@ -253,10 +275,10 @@ def test_differences_the_run_did_not_measure_are_named_not_dropped(entries):
         duel_section.Context(entries, [], 2, None, [], differences))
 
 
-def test_one_claim_in_a_few_tests_is_not_beyond_chance():
-    assert duel_section.chance_p(0, 7) == 1.0
-    assert duel_section.chance_p(1, 7) == pytest.approx(1 - 0.95 ** 7)  # 0.30
-    assert duel_section.chance_p(4, 28) == pytest.approx(0.049, abs=0.001)
+def test_holms_step_down_over_the_counts():
+    assert duel_section.holm([0.01, 0.04]) == [True, True]  # 0.01 < 0.025, 0.04 < 0.05
+    assert duel_section.holm([0.03, 0.04]) == [False, False]  # 0.03 >= 0.025: stop
+    assert duel_section.holm([0.2, 0.001, 0.03]) == [False, True, False]
 
 
 def test_a_count_the_control_does_not_reproduce_is_not_exact():
@@ -293,16 +315,21 @@ def test_shared_traffic_where_trylocks_fail_is_shown_but_decided_by_boots():
     assert one.ahead == "" and not one.note  # exact and equal: no trylock fails on 1 vCPU
 
 
-def test_the_headline_needs_its_claims_beyond_chance(entries):
-    ctx = duel_section.Context(entries, [], 2, None, [])
-    assert duel_section.verdict(ctx) == "chinner is ahead"  # 6 claims, XFS's recycle wait
-    claims = [e for e in entries if e.kind in duel_section.COSTS and e.ahead in ("chinner",
-                                                                                 "piggin")]
-    one = [e for e in entries if e not in claims[1:]]
-    tests = duel_section.cost_tests(duel_section.Context(one, [], 2, None, []))
-    assert duel_section.chance_p(1, tests) >= 0.05
-    assert duel_section.verdict(duel_section.Context(one, [], 2, None, [])) == \
-        "neither design is ahead beyond chance"
+def test_the_headline_is_per_vcpu_count_and_needs_its_claims_beyond_chance(rows, entries):
+    # Six claims for chinner (XFS's recycle wait), but from three boots a kernel: the
+    # permutation over boots cannot go below 0.1 at either count.
+    ctx = context(rows, entries)
+    found = duel_section.count_verdicts(ctx)
+    assert [(c.cpus, len(c.first), len(c.second), c.chance.least_p) for c in found] == \
+        [(1, 2, 0, 0.1), (2, 4, 0, 0.1)]
+    assert duel_section.verdict(ctx) == "neither ahead beyond chance at 1 or 2 vCPUs"
+    # Without a claim at one count, the counts read apart.
+    quiet = [e for e in entries if not (e.cpus == 1 and e.ahead in ("chinner", "piggin")
+                                        and e.kind in duel_section.COUNTED)]
+    tests = boot_perm.tests(rows, duel.ISOLATED)
+    quiet_ctx = dataclasses.replace(ctx, entries=quiet, perm=boot_perm.permute(
+        [t for t in tests if t.cpus == 2], duel.ISOLATED))
+    assert duel_section.verdict(quiet_ctx) == "neither ahead beyond chance at 2 vCPUs"
 
 
 def test_a_flag_sets_aside_wins_above_one_vcpu_only_where_the_locks_are_the_same():
@@ -381,16 +408,21 @@ def test_a_prediction_is_a_claim_only_where_the_sweeps_rule_and_the_record_allow
     assert duel._prediction(found, {}, case).ahead == "?"
 
 
-def test_the_answer_says_what_its_cost_tests_could_show(entries):
+def test_the_answer_says_what_its_cost_tests_could_show_before_any_verdict(rows, entries):
     # "neither is ahead" from tests that could only see a factor of two is not
-    # evidence of equal cost: the opening gives each kind's reach.
-    ctx = duel_section.Context(entries, [], 2, None, [])
+    # evidence of equal cost: the opening gives each kind's reach per vCPU count, first.
+    ctx = context(rows, entries)
     text = duel_section.answer(ctx)[0]
-    assert "The smallest difference the cost tests could show, per kind (median): " in text
-    timed = sorted(e.detectable for e in entries if e.kind == "timed"
-                   and e.ahead != "?" and e.detectable == e.detectable)
-    assert (f"timed throughput (TCG) {blocks.apart_text(timed[len(timed) // 2])} "
-            f"({len(timed)} tests)") in text
+    assert text.startswith("**Asked of the isolated pair: chinner against piggin, the same "
+                           "structures")
+    reach = text.index("Reach, the smallest difference the cost tests could show (median), "
+                       "before any verdict: at 1 vCPU timed throughput (TCG) ")
+    assert reach < text.index("neither ahead beyond chance")
+    for cpus in (1, 2):
+        timed = sorted(e.detectable for e in entries if e.kind == "timed" and e.cpus == cpus
+                       and e.ahead != "?" and e.detectable == e.detectable)
+        assert (f"timed throughput (TCG) {blocks.apart_text(timed[len(timed) // 2])} "
+                f"({len(timed)} tests)") in text
 
 
 def test_a_claim_by_the_rank_test_alone_says_its_interval_includes_no_change(entries):
@@ -412,18 +444,61 @@ def test_a_ratio_of_two_as_written_is_a_factor_either_way():
     assert duel_section.change_text(1.5) == "+50%"
 
 
-def test_contentions_chance_rate_is_read_from_its_control_too():
-    # The rate test takes counts as Poisson; mainline and chinner take the same locks,
-    # so how often it puts those two apart is its real false-claim rate. anonstorm's
-    # i_lock contention of the 2026-12-06 reference: the control rejects in 3 of 3.
+def test_contention_claims_count_only_with_boots_and_a_control_that_holds():
+    # mainline and chinner take the same locks, so how often the contention test puts
+    # those two apart is its real false-claim rate. anonstorm's i_lock contention of the
+    # 2026-12-06 reference: one debug boot a kernel, and the control rejects in 3 of 3.
     rows = tidy.read(DATA.parent / "duel-20261206" / "anonstorm-debug.tsv")
     found = [e for e in duel.entries(rows, KERNELS, None, DATA / "no-scaling.json")
              if e.kind == "inode_contention"]
     assert len(found) == 3 and all(e.control_p < 0.05 for e in found)
-    text = duel_section._by_chance(duel.KindTally("inode_contention", found))
-    assert text == ("0.15; by the control (mainline against chinner, the same locks): "
-                    "3.0, its test rejecting in 3 of 3")
-    assert duel_section._by_chance(duel.KindTally("shared", [])) == "0 (counts)"
-    assert duel_section._control_caveat(found) == (
-        " (but its test puts mainline and chinner, which take the same locks, apart in 3 "
-        "of 3: these claims are weak)")
+    assert all(e.control == (3, 3) for e in found) and not duel.control_holds(3, 3)
+    # No claim counts: each is shown, with what it would say and why not.
+    assert all(e.ahead in ("", "?") for e in found)
+    shown = [e for e in found if e.shown]
+    assert shown and all("shown, not counted: 1 debug boot per kernel" in e.note for e in shown)
+    ctx = duel_section.Context(found, [], 2, None, [])
+    text = duel_section.ahead_text(shown[0], ctx)
+    assert text.startswith(f"shown, not counted: the test puts **{shown[0].shown}** ahead")
+    assert text.endswith("[control (mainline against chinner, the same locks) rejects in "
+                         "3 of 3: it fails]")
+    # The glance table counts none of them for either design, and says why.
+    row = next(r for r in duel_section.glance_measured(ctx).rows
+               if r[0] == "i_lock contention (lockdep kernels)")
+    assert row[4:6] == ["0", "0"] and f"({len(shown)} shown, not counted)" in row[7]
+    assert row[-1] == "control (mainline against chinner, the same locks) rejects in 3 of 3: " \
+        "it fails"
+    # A control that rejects at about its nominal rate holds; one with no test does not.
+    assert duel.control_holds(1, 20) and duel.control_holds(0, 3)
+    assert not duel.control_holds(4, 20) and not duel.control_holds(0, 0)
+
+
+
+
+def test_an_exact_count_the_debug_boots_do_not_repeat_is_decided_by_the_boots():
+    """igetstorm-crowded on tmpfs: the chains differ from boot to boot, and piggin's i_lock
+    per op with them (11.54 in the 2026-12-06 reference, 10.56 in the rerun of
+    2026-12-07, issue 38). A second debug boot of each kernel: the reference's rows, and
+    piggin's scaled to the rerun's count. Where a kernel's boots disagree the count is
+    not exact; where every boot repeats (every other kernel here) it stays exact."""
+    reference = Path(__file__).resolve().parents[2] / "results" / "reference"
+    crowded = evidence.Case("igetstorm-crowded", "tmpfs", "open-by-handle")
+    rows = [r for r in tidy.read(tidy.table_in(reference)) if r.flavour == "debug"
+            and r.cpus == 1 and evidence._in_case(r, crowded)]
+    (piggin,) = evidence.acquisition_values(rows, crowded, 1, duel.PER_INODE_ROLES)["piggin"]
+    assert piggin == pytest.approx(11.542, abs=0.001)
+    again = [dataclasses.replace(r, cell=r.cell + "-again", repetition=2, value=(
+        r.value * 10.56 / piggin if r.kernel == "piggin" and r.lock == "i_lock"
+        and r.metric == "acquisitions_per_op" else r.value)) for r in rows]
+    order = ["mainline", "base", "chinner", "piggin"]
+    one = duel._exact(rows, crowded, 1, duel.PER_INODE_ROLES, "per_inode", order)
+    assert one.exact and one.ahead == "chinner" and one.rule == "exact"
+    two = duel._exact(rows + again, crowded, 1, duel.PER_INODE_ROLES, "per_inode", order)
+    assert not two.exact and two.rule != "exact"
+    assert two.note.startswith("not exact here: the debug boots disagree (piggin 10.56 to "
+                               "11.54); decided by the boots")
+    assert duel.unrepeated({"chinner": [2.0015, 2.0015], "piggin": [10.56, 11.542]},
+                           ("chinner", "piggin")) == [("piggin", 10.56, 11.542)]
+    # The shared locks repeat in every boot of every kernel: still exact.
+    shared = duel._exact(rows + again, crowded, 1, duel.shared_roles(rows), "shared", order)
+    assert shared.exact

@@ -1,10 +1,15 @@
 """The report of a run folder: verdict first, charts rendered, HTML self-contained."""
 
+import dataclasses
 import json
 import re
+import shutil
+from pathlib import Path
 
-from harness.report import blocks, document
+from harness.analysis import boot_perm, duel
+from harness.report import blocks, document, duel_section, scaling_section
 from harness.layout import default_layout
+from harness.run import tidy
 from harness.tests.conftest import make_run
 
 
@@ -17,7 +22,9 @@ def test_report_of_a_run(tmp_path):
     # The verdict against mainline comes before the workloads, and says who wins on
     # which evidence; with no chinner or piggin in the run, the duel has nothing to say.
     start = text.index("## Every kernel against mainline (secondary)")
-    assert text.index("## The answer: chinner against piggin") < start
+    assert text.index("**No answer: this run has neither pair** (chinner and piggin; "
+                      "chinner-2.6.39 and piggin-2010).") < start
+    assert text.index("## The answer, the isolated pair: chinner against piggin") < start
     assert start < text.index("## Workloads")
     verdict = text[start:text.index("## Workloads")]
     assert "| create-unlink on tmpfs | lock acquisitions/op (exact), 2 vCPU" in verdict
@@ -93,3 +100,77 @@ def test_a_size_of_difference_uses_the_notation_of_changes():
     assert blocks.apart_text(1.0) == "2.0x"
     assert blocks.apart_text(float("inf")) == "n/a"
     assert blocks.reach_text([0.11, 1.4, 3.93]) == "2.4x (best 11%)"
+
+
+REFERENCE = Path(__file__).resolve().parents[2] / "results" / "reference"
+
+
+class _NoScaling:
+    """The scaling section, left out: it takes minutes on the reference and says nothing
+    before the first table (it has its own tests)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def blocks(self):
+        return []
+
+    def glance_rows(self):
+        return []
+
+
+def test_the_first_screen_of_the_rendered_reference(tmp_path, monkeypatch):
+    """The committed reference, rendered: at most 150 words before the first table, and
+    those words name the pair and what is equal in it, the vCPU counts, the reach and
+    the answer, each as the run's own figures give it."""
+    run = tmp_path / "reference"
+    shutil.copytree(REFERENCE, run, ignore=shutil.ignore_patterns(
+        "charts", "report.*", "slides*"))
+    monkeypatch.setattr(scaling_section, "Section", _NoScaling)
+    builder = document.ReportBuilder(default_layout(), run, "mainline")
+    blocks_ = builder.build()
+    text = document.render_markdown(blocks_, run)
+    assert duel_section.words_before_table(text) <= 150
+    head = text.split("\n|", 1)[0]
+    assert head.startswith("# inode-duel: chinner against piggin\n\n**The isolated pair: "
+                           "chinner against piggin, the same structures (per-CPU sb lists, "
+                           "per-bucket hash), only the i_lock model differs**; reach")
+    (ctx,) = builder.duel_contexts().values()
+    found = duel_section.count_verdicts(ctx)
+    assert [c.cpus for c in found] == [1, 2]
+    for c in found:
+        assert f"{duel_section._reach_values(c.reach, ['timed', 'latency', 'icount'])} " \
+               f"at {c.where}" in head
+    assert f"**Answer: {duel_section.verdict(ctx)}**" in head
+    assert "The historical pair (chinner-2.6.39 against piggin-2010) is not in this run." \
+        in head
+    # The run's provenance follows the table; the answer's details follow it.
+    assert text.index("| isolated: chinner against piggin | 1 |") < text.index("Run reference")
+    assert text.index("Run reference") < text.index("## The answer, the isolated pair")
+
+
+def test_the_first_screen_of_two_pairs_stays_short():
+    """With both pairs (the reference's chinner and piggin boots standing in for the
+    historical pair as well, its timed and -icount rows only), the words before the
+    first table stay under 150 and name both pairs."""
+    rows = [r for r in tidy.read(tidy.table_in(REFERENCE))
+            if r.flavour == "perf" and r.mode in ("tcg", "tcg-icount")]
+    named = {"chinner": "chinner-2.6.39", "piggin": "piggin-2010"}
+    rows += [dataclasses.replace(r, kernel=named[r.kernel]) for r in rows
+             if r.kernel in named]
+    kernels = ["mainline", "base", "chinner", "piggin", "chinner-2.6.39", "piggin-2010"]
+    contexts = []
+    for pair in duel.pairs_in(kernels):
+        entries = duel.entries(rows, kernels, None, REFERENCE / "none.json", None, pair)
+        contexts.append(duel_section.Context(entries, [], 2, None, [], pair=pair,
+                                             perm=boot_perm.analyse(rows, pair)))
+    assert [c.pair.name for c in contexts] == ["isolated", "historical"]
+    text = document.render_markdown([blocks.Heading(1, "inode-duel: chinner against "
+                                                       "piggin; chinner-2.6.39 against "
+                                                       "piggin-2010"),
+                                     *duel_section.first_screen(contexts, kernels)],
+                                    REFERENCE)
+    assert duel_section.words_before_table(text) <= 150
+    assert "**The historical pair: chinner-2.6.39 (Dave's series as merged" in text
+    assert "| historical: chinner-2.6.39 against piggin-2010 | 2 |" in text
+    assert "not in this run" not in text
