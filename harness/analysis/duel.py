@@ -222,7 +222,8 @@ def _from_verdict(v: evidence.Verdict, kind: str, detail: str, pair: Pair = ISOL
 def _exact(rows: list[Row], case: Case, cpus: int, roles: tuple[str, ...] | None,
            kind: str, order: list[str], pair: Pair = ISOLATED) -> Entry | None:
     first, second = pair.kernels
-    values = evidence.acquisition_values(rows, case, cpus, roles)
+    procs = evidence.main_procs(rows, case, cpus)
+    values = evidence.acquisition_values(rows, case, cpus, roles, procs)
     if not values:
         return None
     summaries = {k: stats.summarize(x) for k, x in evidence._ordered(values, order).items()}
@@ -233,14 +234,14 @@ def _exact(rows: list[Row], case: Case, cpus: int, roles: tuple[str, ...] | None
         # they fail, which varies from boot to boot: a measured figure, not an exact one.
         if v.same(first, second):
             return None  # nothing failed in either: the 1-vCPU exact entry says it all
-        return _by_boots(v, kind, f"{cpus} vCPUs",
+        return _by_boots(v, kind, _cells(cpus, procs),
                          "with retries, counts vary from boot to boot", pair)
     control, model = CONTROL_PAIR
     if control in summaries and model in summaries and not v.same(control, model):
         # mainline takes chinner's locks, so their counts differ only by what varies from
         # boot to boot (a background loop, the flusher): the count is not exact here, and
         # the pair is decided as a measured figure, by its boots.
-        return _by_boots(v, kind, f"{cpus} vCPU",
+        return _by_boots(v, kind, _cells(cpus, procs),
                          f"not exact here: {control} and {model} take the same locks yet "
                          f"{control} {summaries[control].mean:.3g} against "
                          f"{summaries[model].mean:.3g}", pair)
@@ -249,10 +250,11 @@ def _exact(rows: list[Row], case: Case, cpus: int, roles: tuple[str, ...] | None
         # An exact count is one every debug boot repeats (issue 38: igetstorm-crowded's
         # chains differ from boot to boot, and so did its count): where the boots of a
         # kernel disagree, the count is measured, not exact, and decided by the boots.
-        return _by_boots(v, kind, f"{cpus} vCPU", "not exact here: the debug boots disagree ("
+        return _by_boots(v, kind, _cells(cpus, procs),
+                         "not exact here: the debug boots disagree ("
                          + "; ".join(f"{k} {lo:.4g} to {hi:.4g}" for k, lo, hi in varied)
                          + ")", pair)
-    found = _from_verdict(v, kind, f"{cpus} vCPU", pair)
+    found = _from_verdict(v, kind, _cells(cpus, procs), pair)
     return dataclasses.replace(found, exact=True) if found else None
 
 
@@ -323,7 +325,8 @@ def _cs(rows: list[Row], case: Case, order: list[str], pair: Pair = ISOLATED) ->
 
 def _retries(rows: list[Row], case: Case, cpus: int, pair: Pair = ISOLATED) -> Entry | None:
     counters: dict[str, list[tuple[str, float]]] = {pair.first: [], pair.second: []}
-    for (kernel, label, counter), value in sorted(evidence.retries(rows, cpus).items()):
+    for (kernel, label, counter), value in sorted(evidence.retries(rows, cpus,
+                                                                   fixed=True).items()):
         if label == case.label and kernel in counters and value > 0:
             counters[kernel].append((counter, value))
     if not any(counters.values()):
@@ -334,7 +337,8 @@ def _retries(rows: list[Row], case: Case, cpus: int, pair: Pair = ISOLATED) -> E
              for k, cs in counters.items()}
     crowded = any(r.mode.endswith(OVERSUBSCRIBED) for r in rows
                   if r.flavour == "debug" and r.cpus == cpus)
-    return Entry(case, "retries", f"{cpus} vCPUs" + (", oversubscribed" if crowded else ""),
+    return Entry(case, "retries", _cells(cpus, evidence.main_procs(rows, case, cpus))
+                 + (", oversubscribed" if crowded else ""),
                  "per op", None, {}, None, None, None, "?",
                  "", math.nan, "different kinds, not compared: " + "; ".join(
                      f"{k} {', '.join(v) or 'none'}" for k, v in kinds.items()),
@@ -399,8 +403,9 @@ def contention_boots(rows: list[Row], case: Case, cpus: int,
     boots at `cpus` vCPUs (the counts behind contentions/op), the boot as the unit."""
     events: dict[tuple[str, str], float] = defaultdict(float)
     ops: dict[tuple[str, str], float] = {}
+    procs = evidence.main_procs(rows, case, cpus)
     for r in evidence._ok(rows):
-        if not (r.flavour == "debug" and r.cpus == cpus and r.procs == cpus
+        if not (r.flavour == "debug" and r.cpus == cpus and r.procs == procs
                 and evidence._in_case(r, case)):
             continue
         if r.metric == "contentions" and r.lock in roles:
@@ -442,6 +447,7 @@ def _contention(rows: list[Row], case: Case, cpus: int, roles: tuple[str, ...],
     boots = contention_boots(rows, case, cpus, roles)
     if first not in boots or second not in boots:
         return None
+    detail = _cells(cpus, evidence.main_procs(rows, case, cpus))
     counts = {k: (sum(c for c, _ in b), sum(e for _, e in b)) for k, b in boots.items()}
     (x, _), (y, _) = counts[second], counts[first]
     figures = {k: stats.summarize([n / e]) for k, (n, e) in counts.items() if e and
@@ -453,7 +459,7 @@ def _contention(rows: list[Row], case: Case, cpus: int, roles: tuple[str, ...],
              if control in boots and model in boots else None)
     control_p = check.p if check is not None else math.nan
     if test is None:
-        return Entry(case, kind, f"{cpus} vCPUs", "contentions/op", True, figures,
+        return Entry(case, kind, detail, "contentions/op", True, figures,
                      None, None, None, "", "", math.nan, "no contention in either",
                      first=first, second=second, boots=n_boots, control_p=control_p)
     apart = test.p < stats.ALPHA
@@ -471,7 +477,7 @@ def _contention(rows: list[Row], case: Case, cpus: int, roles: tuple[str, ...],
         shown, ahead = ahead, "?"
         note += (f"; shown, not counted: {control} and {model} take the same locks yet the "
                  f"same test puts them {check.value:.2g}x apart")
-    return Entry(case, kind, f"{cpus} vCPUs", "contentions/op", True, figures,
+    return Entry(case, kind, detail, "contentions/op", True, figures,
                  test.value, test.low, test.high, ahead,
                  ("rate test, boots as units" if few >= MIN_CONTENTION_BOOTS else "rate test")
                  if ahead in pair.kernels else "",

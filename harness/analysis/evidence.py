@@ -102,6 +102,13 @@ class Verdict:
         x, y = self.summaries[a].mean, self.summaries[b].mean
         return self.evidence == "exact" and same_count(x, y)
 
+    def repeats(self, kernel: str) -> bool:
+        """Every debug boot of the kernel gave the same count (one boot: nothing to
+        disagree with). An exact count that the boots do not repeat (a crowded chain's
+        contents, a background loop) is a measured figure, decided by the boots."""
+        found = self.values.get(kernel, [])
+        return len(found) < 2 or same_count(min(found), max(found))
+
     @property
     def leaders(self) -> list[str]:
         """The winner and every kernel whose exact count equals it."""
@@ -128,7 +135,9 @@ class Verdict:
         c = self.comparison(kernel, against)
         if c is None:
             return "unclaimed"
-        if self.evidence == "exact":
+        exact = self.evidence == "exact" and self.repeats(kernel) and \
+            self.repeats(against or self.baseline)
+        if exact:
             decided = not self.same(kernel, against or self.baseline)
         elif c.candidate.n < 2 or c.baseline.n < 2:
             return "unclaimed"
@@ -177,7 +186,8 @@ class Verdict:
         """Which rule separated the two: exact, interval, rank, or "" (not separated)."""
         if self.outcome(kernel, against) not in ("better", "worse"):
             return ""
-        if self.evidence == "exact":
+        if self.evidence == "exact" and self.repeats(kernel) and \
+                self.repeats(against or self.baseline):
             return "exact"
         c = self.comparison(kernel, against)
         return "interval" if c is not None and c.significant else "rank"
@@ -199,7 +209,8 @@ class Verdict:
         c = self.comparison(kernel, against)
         if c is None or self.identical:
             return math.nan
-        if self.evidence == "exact":
+        if self.evidence == "exact" and self.repeats(kernel) and \
+                self.repeats(against or self.baseline):
             base = max(c.baseline.mean, c.candidate.mean)
             return max(EXACT_TOLERANCE, EXACT_FLOOR / base) if base else math.nan
         reach = c.detectable
@@ -288,24 +299,37 @@ def scaling(rows: list[Row], case: Case, mode: str, cpus: int) -> dict[str, stat
     return {k: stats.summarize(v) for k, v in scaling_values(rows, case, mode, cpus).items()}
 
 
-def lock_figures(rows: list[Row], case: Case, cpus: int) -> dict[tuple[str, str, str], float]:
-    """(kernel, role, metric) -> mean over debug repetitions, for one case."""
+def main_procs(rows: list[Row], case: Case, cpus: int) -> int:
+    """The workers of a case's debug step at `cpus` vCPUs: as many as vCPUs where the
+    boots ran that step, else the most they ran (a workload that fixes its workers, as
+    hotinode-crowd's four at every vCPU count)."""
+    found = {r.procs for r in rows if r.flavour == "debug" and r.cpus == cpus
+             and _in_case(r, case)}
+    return cpus if cpus in found or not found else max(found)
+
+
+def lock_figures(rows: list[Row], case: Case, cpus: int,
+                 procs: int | None = None) -> dict[tuple[str, str, str], float]:
+    """(kernel, role, metric) -> mean over debug repetitions, for one case (its step with
+    `procs` workers, default as many as vCPUs)."""
     values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for r in _ok(rows):
         if (r.flavour == "debug" and r.lock and r.metric in LOCK_METRICS and r.cpus == cpus
-                and r.procs == cpus and _in_case(r, case)):
+                and r.procs == (procs or cpus) and _in_case(r, case)):
             values[r.kernel, r.lock, r.metric].append(r.value)
     return {k: sum(v) / len(v) for k, v in values.items()}
 
 
 def acquisition_values(rows: list[Row], case: Case, cpus: int,
-                       roles: tuple[str, ...] | None = None) -> dict[str, list[float]]:
+                       roles: tuple[str, ...] | None = None,
+                       procs: int | None = None) -> dict[str, list[float]]:
     """Per kernel: icache lock acquisitions per operation (of `roles`, default every
-    role), one value per debug boot."""
+    role), one value per debug boot (of the step with `procs` workers, default as many
+    as vCPUs)."""
     per_boot: dict[tuple[str, str], float] = defaultdict(float)
     for r in _ok(rows):
         if (r.flavour == "debug" and r.lock and r.metric == "acquisitions_per_op"
-                and r.cpus == cpus and r.procs == cpus and _in_case(r, case)
+                and r.cpus == cpus and r.procs == (procs or cpus) and _in_case(r, case)
                 and (roles is None or r.lock in roles)):
             per_boot[r.kernel, r.cell] += r.value
     by_kernel: dict[str, list[float]] = defaultdict(list)
@@ -455,12 +479,20 @@ def kernel_reports(rows: list[Row], flavour: str) -> dict[tuple[str, str, str], 
     return found
 
 
-def retries(rows: list[Row], cpus: int) -> dict[tuple[str, str, str], float]:
-    """(kernel, case label, counter) -> retries per operation (debug, mean over boots)."""
+def retries(rows: list[Row], cpus: int,
+            fixed: bool = False) -> dict[tuple[str, str, str], float]:
+    """(kernel, case label, counter) -> retries per operation (debug, mean over boots);
+    `fixed`: a case whose workload fixes its workers counted at its own (main_procs)."""
     values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    workers: dict[Case, int] = {}
+    if fixed:
+        for case, mine in by_case([r for r in rows if r.flavour == "debug"
+                                   and r.cpus == cpus]).items():
+            workers[case] = main_procs(mine, case, cpus)
     for r in _ok(rows):
         if (r.flavour == "debug" and r.metric.startswith("retries.")
-                and r.metric.endswith("_per_op") and r.cpus == cpus and r.procs == cpus):
+                and r.metric.endswith("_per_op") and r.cpus == cpus
+                and r.procs == workers.get(Case(r.workload, r.fs, r.phase), cpus)):
             counter = r.metric[len("retries."):-len("_per_op")]
             values[r.kernel, Case(r.workload, r.fs, r.phase).label, counter].append(r.value)
     return {k: sum(v) / len(v) for k, v in values.items()}

@@ -515,7 +515,8 @@ class ReportBuilder:
                 self.blocks.append(table)
 
     def lock_chart(self, case: evidence.Case, cpus: int) -> ChartBlock | None:
-        figures = evidence.lock_figures(self.rows, case, cpus)
+        figures = evidence.lock_figures(self.rows, case, cpus,
+                                        evidence.main_procs(self.rows, case, cpus))
         if not figures:
             return None
         # A role no kernel took in this case (zeros in the table) gets no empty cluster.
@@ -545,13 +546,15 @@ class ReportBuilder:
     def lock_table(self, case: evidence.Case, debug_cpus: list[int]) -> Table | None:
         out = []
         for cpus in debug_cpus:
-            figures = evidence.lock_figures(self.rows, case, cpus)
+            procs = evidence.main_procs(self.rows, case, cpus)
+            figures = evidence.lock_figures(self.rows, case, cpus, procs)
             for kernel in self.kernels:
                 for role in lockorder.ROLES:
                     f = {m: figures.get((kernel, role, m)) for m in evidence.LOCK_METRICS}
                     if f["acquisitions_per_op"] is None:
                         continue
-                    out.append([str(cpus), kernel, role, fmt(f["acquisitions_per_op"]),
+                    out.append([duel._cells(cpus, procs), kernel, role,
+                                fmt(f["acquisitions_per_op"]),
                                 fmt(f["holdtime_per_op"]), fmt(f["contentions_per_op"]),
                                 fmt(f["waittime_per_op"])])
         if not out:
@@ -723,7 +726,7 @@ class ReportBuilder:
     def retries_section(self) -> None:
         self.blocks.append(Heading(2, "The price of the lock order: retries per operation"))
         cpus_list = sorted({r.cpus for r in self.rows if r.flavour == "debug"})
-        found = {cpus: evidence.retries(self.rows, cpus) for cpus in cpus_list}
+        found = {cpus: evidence.retries(self.rows, cpus, fixed=True) for cpus in cpus_list}
         counters = sorted({(k, c) for per in found.values() for (k, _, c) in per})
         if not counters:
             self.blocks.append(Para(

@@ -993,9 +993,10 @@ def _hold_wait(rows: list, case: evidence.Case, kernel: str, cpus: int,
     """lock_stat's hold and wait of a role over the debug boots: the mean per acquisition
     and per contention, and the largest single one (lockdep-inflated)."""
     f: dict[str, list[float]] = {}
+    procs = evidence.main_procs(rows, case, cpus)
     for r in evidence._ok(rows):
         if (r.kernel == kernel and r.flavour == "debug" and r.cpus == cpus and r.lock == role
-                and r.procs == cpus and evidence._in_case(r, case)):
+                and r.procs == procs and evidence._in_case(r, case)):
             f.setdefault(r.metric, []).append(r.value)
     acquisitions, contentions = sum(f.get("acquisitions", [])), sum(f.get("contentions", []))
     if not acquisitions:
@@ -1093,20 +1094,24 @@ def gp_wait_blocks(rows: list, kernels: list[str]) -> list[Block]:
                              and evidence._in_case(r, case)})
         for kernel in order:
             for cpus in sorted(set(debug_cpus) | set(timed_cpus)):
+                procs = evidence.main_procs(rows, case, cpus)
                 mine = [r for r in evidence._ok(rows) if r.kernel == kernel and r.cpus == cpus
-                        and evidence._in_case(r, case)]
+                        and r.procs == procs and evidence._in_case(r, case)]
                 if not mine:
                     continue
                 waits = [r.value for r in mine if r.flavour == "debug" and r.metric == counter]
                 ns = [r.value for r in mine if r.flavour == "debug" and r.metric == waited]
                 has = any(r.metric.startswith(f"retries.{GP_WAIT}") for r in rows
                           if r.kernel == kernel)
-                put, _ = evidence.throughput(rows, case, mode, cpus)
-                p99 = evidence.latency_values(rows, case, mode, cpus, cpus, "p99").get(kernel)
-                table.append([case.label, str(cpus), kernel,
+                missing = ("no such counter (no 0011)" if retry_counters.describe(
+                    GP_WAIT, kernel).series == "piggin" else
+                    "none: its walks hold the list lock")
+                put, _ = evidence.throughput(rows, case, mode, cpus, procs)
+                p99 = evidence.latency_values(rows, case, mode, cpus, procs, "p99").get(kernel)
+                table.append([case.label, duel._cells(cpus, procs), kernel,
                               _spread(waits) if waits else
-                              ("no such counter (no 0011)" if not has else "no debug boot"),
-                              _spread([v / 1e3 for v in ns]) if ns else "",
+                              (missing if not has else "no debug boot"),
+                              _spread([v / 1e3 for v in ns]) if ns else "not counted",
                               f"{fmt(put[kernel].mean)} ({put[kernel].n} boots)"
                               if kernel in put else "",
                               f"{fmt(statistics.median(p99) / 1e6, 2)} ms" if p99 else ""])

@@ -502,3 +502,46 @@ def test_an_exact_count_the_debug_boots_do_not_repeat_is_decided_by_the_boots():
     # The shared locks repeat in every boot of every kernel: still exact.
     shared = duel._exact(rows + again, crowded, 1, duel.shared_roles(rows), "shared", order)
     assert shared.exact
+
+
+def test_the_secondary_table_calls_a_count_exact_only_where_the_boots_repeat_it():
+    """The same rows as the duel's test above, against mainline: piggin's i_lock count
+    of igetstorm-crowded on tmpfs, one boot each, is exact; with a second boot that
+    does not repeat it, it is decided by the boots (interval or rank), never 'exact'."""
+    reference = Path(__file__).resolve().parents[2] / "results" / "reference"
+    crowded = evidence.Case("igetstorm-crowded", "tmpfs", "open-by-handle")
+    rows = [r for r in tidy.read(tidy.table_in(reference)) if r.flavour == "debug"
+            and r.cpus == 1 and r.lock == "i_lock" and evidence._in_case(r, crowded)
+            and r.metric == "acquisitions_per_op"]
+    rows.append(dataclasses.replace(rows[0], value=1.0, metric="throughput", lock=""))
+    (piggin,) = [r.value for r in rows if r.kernel == "piggin" and r.lock]
+    again = [dataclasses.replace(r, cell=r.cell + "-again", value=r.value * (
+        10.56 / piggin if r.kernel == "piggin" else 1.0)) for r in rows if r.lock]
+    for found, exact in ((rows, True), (rows + again, False)):
+        (v,) = [v for v in evidence.verdicts(found, "mainline", KERNELS)
+                if v.evidence == "exact"]
+        assert v.repeats("mainline") and v.repeats("piggin") == exact
+        assert v.outcome("piggin") == "worse"
+        assert (v.decided_by("piggin") == "exact") == exact
+
+
+def test_a_workload_that_fixes_its_workers_is_read_at_its_own_count():
+    """hotinode-crowd runs four workers whatever the vCPUs: its debug rows have 4 workers
+    at 2 vCPUs, and no step with as many workers as vCPUs. The reference's 4-vCPU
+    hotinode count boots (four workers), read as such a step at 2 vCPUs: its retries,
+    locks and contention are the case's, not dropped for want of a 2-worker step."""
+    reference = Path(__file__).resolve().parents[2] / "results" / "reference"
+    handle = evidence.Case("hotinode", "ext4", "handle")
+    rows = [dataclasses.replace(r, cpus=2, mode="tcg") for r in
+            tidy.read(tidy.table_in(reference)) if r.flavour == "debug" and r.cpus == 4
+            and evidence._in_case(r, handle)]
+    assert {r.procs for r in rows} == {4}
+    assert evidence.main_procs(rows, handle, 2) == 4
+    assert not evidence.retries(rows, 2)  # read as 2 workers, the step is not there
+    fixed = evidence.retries(rows, 2, fixed=True)
+    assert fixed["piggin", handle.label, "hash_find_fast"] == pytest.approx(4.70, abs=0.01)
+    found = duel.entries(rows, KERNELS, None, DATA / "none.json")
+    retries = find(found, handle, "retries", "2 vCPUs, 4 workers")
+    assert retries.counters["piggin"][0][0] == "hash_find_fast"
+    shared = find(found, handle, "shared", "2 vCPUs, 4 workers")
+    assert shared.ratio == pytest.approx(5.703, abs=0.001)

@@ -174,3 +174,43 @@ def test_the_first_screen_of_two_pairs_stays_short():
     assert "**The historical pair: chinner-2.6.39 (Dave's series as merged" in text
     assert "| historical: chinner-2.6.39 against piggin-2010 | 2 |" in text
     assert "not in this run" not in text
+
+
+def test_grace_period_waits_are_shown_per_kernel_and_vcpu_count():
+    """piggin's sb_list_gp_wait fired on XFS create-unlink in the 2026-12-04 reference:
+    its waits per op beside the case's throughput and p99, per vCPU count, at the
+    step with as many workers as vCPUs; chinner has no such wait."""
+    rows = tidy.read(Path(__file__).resolve().parent.parent / "test_data" /
+                     "reference-20261204" / "create-unlink-ext4-xfs.tsv")
+    heading, _, table = duel_section.gp_wait_blocks(rows, ["mainline", "base", "chinner",
+                                                           "piggin"])
+    assert heading.text == "Grace-period waits (piggin's 0011)"
+    piggin = [r for r in table.rows if r[2] == "piggin"]
+    assert [r[:4] for r in piggin] == [["create-unlink on xfs", "1 vCPU", "piggin", "0.00150"],
+                                       ["create-unlink on xfs", "2 vCPUs", "piggin", "0.00300"]]
+    assert all(r[3] == "none: its walks hold the list lock"
+               for r in table.rows if r[2] == "chinner")
+    assert {r[0] for r in table.rows} == {"create-unlink on xfs"}  # ext4 never waited
+    # A run without the wait anywhere says so, and what would measure it.
+    (_, said) = duel_section.gp_wait_blocks([r for r in rows if r.fs == "ext4"], ["piggin"])
+    assert "make duel runs sbwalk-churn" in said.text
+
+
+def test_what_piggins_retries_cost_where_they_fire():
+    """The reference's hotinode cases, where piggin's trylocks fail at 4 vCPUs: its
+    retries per op beside chinner's, lock_stat's hold and wait (means and maxima, said
+    to be no percentiles), and the round-robin price said not measured (no such boots)."""
+    rows = [r for r in tidy.read(tidy.table_in(REFERENCE)) if r.workload == "hotinode"]
+    kernels = ["mainline", "base", "chinner", "piggin"]
+    ctx = duel_section.Context(duel.entries(rows, kernels, None, REFERENCE / "none.json"),
+                               [], 2, None, [])
+    heading, text, table = duel_section.retry_price_blocks(ctx, rows)
+    assert heading.text == "What piggin's retries cost"
+    assert "**none in this run: not measured**" in text.text
+    assert "no distribution: the figures are means and maxima over the debug boots, not " \
+        "percentiles" in text.text
+    handle = [r for r in table.rows if r[0] == "hotinode handle on ext4"]
+    assert [r[1:3] for r in handle] == [["4 vCPUs", "piggin"], ["4 vCPUs", "chinner"]]
+    assert handle[0][3].startswith("hash_find_fast 4.7")
+    assert handle[0][4] == handle[0][5] == "not measured"
+    assert handle[0][7].startswith("i_lock: hold ") and " µs mean, " in handle[0][7]
