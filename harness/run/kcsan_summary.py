@@ -235,7 +235,7 @@ def markdown(results: list[CellResult], meta: dict, planned: dict[str, int],
     lines = [f"# KCSAN: {len(results)} of {sum(planned.values())} cells measured, "
              f"{plural(len(races), 'distinct race')}", "", meta["state"], "",
              f"Every default workload ({', '.join(meta['workloads'])}) on every filesystem it "
-             f"declares, at its most processes, at {', '.join(map(str, meta['cpus']))} vCPUs, "
+             f"declares, at its most processes, at {' and '.join(map(str, meta['cpus']))} vCPUs, "
              "one boot per kernel, vCPU count and workload, on each kernel's kcsan image "
              "(configs/kcsan.config). A race is a pair of functions and access types; its "
              "class says whose code raced (mainline is the control), its patch which patch "
