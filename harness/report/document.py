@@ -1008,7 +1008,9 @@ class ReportBuilder:
             "prefixes are patched out, so atomic instructions cost what plain ones do there.",
             f"Every timed comparison is a test at {stats.ALPHA}: over many comparisons about "
             f"one in {round(1 / stats.ALPHA)} is claimed by chance alone, which is why the "
-            "cross-case check looks for patterns over all of them.",
+            "cross-case check looks for patterns over all of them. The comparisons of one "
+            "vCPU count share their boots and are not independent: the duel holds its count "
+            "of claims against a permutation of the boots, never against a binomial.",
         ]
         self.blocks.append(Heading(2, "Caveats"))
         self.blocks.append(Bullets(notes))

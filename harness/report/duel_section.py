@@ -708,13 +708,14 @@ def flip_sentence(flip: duel.SignFlip | None) -> str:
         f"{change_text(x.ratio, x.low, x.high)} of {first}'s over {plural(x.pairs, 'boot pair')}"
         f" (per round: {', '.join(fmt(r, 2) for r in x.ratios)}; sign-flip p = {x.p:.2g})"
         for x in flip.leans)
-    text = f"**Boot against boot, per vCPU count** (geometric mean over the timed cases both boots ran, 95% interval): {each}."
+    text = (f"**Boot against boot, per vCPU count** (geometric mean over the timed cases "
+            f"both boots ran, 95% interval): {each}.")
     if flip.status == "one count":
         return text
     between = flip.between
     lo, hi = flip.leans[0], flip.leans[-1]
-    size = (f" The change from {lo.cpus} to {hi.cpus} vCPUs is {change_text(between.value, between.low, between.high)}"
-            if between else "")
+    size = (f" The change from {lo.cpus} to {hi.cpus} vCPUs is "
+            f"{change_text(between.value, between.low, between.high)}" if between else "")
     if flip.status == "confirmed":
         return (text + f" **The sign flip between {first} and {second} is confirmed**: the "
                 "counts lean opposite ways and each count's interval excludes no change."
@@ -760,7 +761,7 @@ def _smallest(ctx: Context) -> str:
 def largest_entry(ctx: Context) -> duel.Entry | None:
     found = [e for e in ctx.entries if e.kind == "timed" and e.ahead in ctx.pair.kernels
              and not ctx.confounded(e) and e.ratio]
-    return max(found, key=lambda e: abs(math.log(e.ratio))) if found else None  # type: ignore[arg-type]
+    return max(found, key=lambda e: abs(math.log(e.ratio or 1.0))) if found else None
 
 
 def _largest(ctx: Context) -> str:
