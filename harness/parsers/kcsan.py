@@ -28,9 +28,9 @@ known (only a changed value was seen) has one access, "race at unknown
 origin, with read to ...", and one function in its title. ASSERT_EXCLUSIVE_*
 checks print "assert: race" and "assert no writes to ...". Accesses are
 "read", "write" or "read-write", "(marked)" when READ_ONCE()-like,
-"(reordered)" under weak-memory modelling (then "  |" and "  +-> reordered
-to: FUNC" after the stack); with KCSAN_VERBOSE the held locks of each task
-and its irq trace follow its stack. Reports are rate-limited per pair of
+"(reordered)" under weak-memory modelling (KCSAN_STRICT; the "+-> reordered
+to: FUNC" line after such a stack is passed over); with KCSAN_VERBOSE the
+held locks of each task and its irq trace follow its stack. Reports are rate-limited per pair of
 access sites (KCSAN_REPORT_ONCE_IN_MS), so a count here is of reports.
 
 Two keys group reports: `site_key`, the pair of access sites (function and
@@ -55,7 +55,6 @@ _ACCESS = (r"(?P<type>(?:read-write|read|write|assert no (?:writes|accesses))"
 ACCESS = re.compile("^" + _ACCESS)
 UNKNOWN_ORIGIN = re.compile("^race at unknown origin, with " + _ACCESS)
 VALUE_CHANGED = re.compile(r"^value changed: (?P<old>0x[0-9a-f]+) -> (?P<new>0x[0-9a-f]+)")
-REORDERED_TO = re.compile(r"^\s*\+-> reordered to: (?P<frame>\S+)")
 HELD_LOCK = re.compile(r"^\s*#\d+: [0-9a-f]+ \((?P<lock>.+?)\)\{")
 REPORTER = re.compile(r"^CPU: (?P<cpu>\d+) PID: (?P<pid>\d+) Comm: (?P<comm>\S+)")
 END = re.compile(r"^=+\s*$")
@@ -91,7 +90,6 @@ class Access:
     cpu: int
     frames: tuple[Frame, ...]  # the access first
     held_locks: tuple[str, ...] = ()  # lockdep class names, with KCSAN_VERBOSE
-    reordered_to: str | None = None  # weak-memory modelling: where it was reordered to
 
     @property
     def site(self) -> str:
@@ -134,10 +132,6 @@ class Race:
         """The race across kernels: its kind and the pair of functions and access types."""
         return (self.kind, tuple(sorted((a.function, a.plain_type) for a in self.accesses)))
 
-    @property
-    def functions(self) -> tuple[str, ...]:
-        return tuple(sorted({a.function for a in self.accesses}))
-
 
 def parse_frame(text: str) -> Frame | None:
     match = _FRAME_TEXT.fullmatch(text.strip())
@@ -151,8 +145,7 @@ def _access(match: re.Match) -> dict:
     return {"type": match.group("type"), "address": int(match.group("address"), 16),
             "size": int(match.group("size")),
             "task": None if match.group("interrupt") else int(match.group("task")),
-            "cpu": int(match.group("cpu")), "frames": [], "held_locks": [],
-            "reordered_to": None}
+            "cpu": int(match.group("cpu")), "frames": [], "held_locks": []}
 
 
 def _frame_of(msg: str) -> Frame | None:
@@ -188,13 +181,10 @@ def _read_report(msgs: list[str]) -> tuple[list[dict], tuple[str, str] | None, s
         if frame:
             current["frames"].append(frame)
             continue
-        reordered = REORDERED_TO.match(msg)
         lock = HELD_LOCK.match(msg)
         changed = VALUE_CHANGED.match(msg)
         who = REPORTER.match(msg)
-        if reordered and current is not None:
-            current["reordered_to"] = reordered.group("frame")
-        elif lock and current is not None:
+        if lock and current is not None:
             current["held_locks"].append(lock.group("lock"))
         elif changed:
             value_change = (changed.group("old"), changed.group("new"))
@@ -216,7 +206,7 @@ def _parse_stream(lines: list) -> list[Race]:
         races.append(Race(
             head.group("kind"), kernel_reports.kcsan_title(lines[i].msg),
             tuple(Access(a["type"], a["address"], a["size"], a["task"], a["cpu"],
-                         tuple(a["frames"]), tuple(a["held_locks"]), a["reordered_to"])
+                         tuple(a["frames"]), tuple(a["held_locks"]))
                   for a in accesses),
             value_change, reporter, lines[i].number))
         i += 1 + used

@@ -154,10 +154,15 @@ def trace(origins: Origins | str, race: kcsan_parser.Race) -> RaceSeen:
             a.type, a.function, a.site, tuple(f"{l.file}:{l.line} {l.function}" for l in own),
             _patch_label(patch), _patch_label(caller), tuple(f.text for f in a.frames),
             a.held_locks))
-    kind, pairs = race.function_key
-    return RaceSeen(race.title, f"{kind}: " + " / ".join(f"{f} ({t})" for f, t in pairs),
+    return RaceSeen(race.title, key_text(race.function_key), key_text(race.site_key),
                     tuple(accesses),
                     " -> ".join(race.value_change) if race.value_change else "", race.line)
+
+
+def key_text(key: tuple) -> str:
+    """A race's key as text: "data-race: evict (read) / insert_inode_locked (write)"."""
+    kind, pairs = key
+    return f"{kind}: " + " / ".join(f"{where} ({access})" for where, access in pairs)
 
 
 def step_races(races: tuple[kcsan_parser.Race, ...], spans: dict[str, tuple[int, int | None]],

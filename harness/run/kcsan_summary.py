@@ -54,7 +54,8 @@ class AccessSeen:
 @dataclass(frozen=True)
 class RaceSeen:
     title: str
-    key: str  # function_key, as text
+    key: str  # function_key, as text: the race on every kernel
+    sites: str  # site_key, as text: the pair of access sites in one image
     accesses: tuple[AccessSeen, ...]
     value_change: str  # "0x... -> 0x..." or ""
     line: int  # console line of the headline
@@ -84,6 +85,7 @@ class Distinct:
     title: str
     kernels: Counter = field(default_factory=Counter)  # kernel -> reports
     cells: Counter = field(default_factory=Counter)  # kernel -> cells that gave it
+    sites: dict[str, set[str]] = field(default_factory=dict)  # kernel -> pairs of access sites
     patches: dict[str, set[str]] = field(default_factory=dict)  # kernel -> racing-line patches
     callers: dict[str, set[str]] = field(default_factory=dict)  # kernel -> caller patches
     first: dict[str, str] = field(default_factory=dict)  # kernel -> "boot/console.log:line"
@@ -118,6 +120,7 @@ def distinct(results: list[CellResult], fates: dict[str, str]) -> list[Distinct]
             d = found.setdefault(race.key, Distinct(race.key, race.title))
             d.kernels[r.kernel] += 1
             d.first.setdefault(r.kernel, f"{r.boot}/console.log:{race.line}")
+            d.sites.setdefault(r.kernel, set()).add(race.sites)
             d.patches.setdefault(r.kernel, set()).update(
                 a.patch for a in race.accesses if a.patch)
             d.callers.setdefault(r.kernel, set()).update(
@@ -179,7 +182,8 @@ def per_kernel(results: list[CellResult], races: list[Distinct],
 
 
 def _kernels_cell(d: Distinct, order: list[str]) -> str:
-    return ", ".join(f"{k} {d.kernels[k]} ({plural(d.cells[k], 'cell')})"
+    return ", ".join(f"{k} {d.kernels[k]} ({plural(d.cells[k], 'cell')}, "
+                     f"{plural(len(d.sites[k]), 'pair')} of sites)"
                      for k in order if k in d.kernels)
 
 

@@ -231,6 +231,9 @@ def test_a_race_mainline_gives_too_is_6_1s_on_every_kernel():
                                                        kcsan_summary.FATE_SIXONE, "mainline gave it")
     assert dict(d.kernels) == {"mainline": 1, "piggin": 2}
     assert dict(d.cells) == {"mainline": 1, "piggin": 1}
+    # the two reports on piggin are one pair of access sites (KCSAN printed it twice)
+    assert d.sites["piggin"] == {"data-race: evict+0x1cd (read) / insert_inode_locked+0x177 "
+                                 "(write)"}
 
 
 def test_a_race_in_lines_a_series_patch_wrote_is_the_series_and_names_the_patch():
@@ -300,7 +303,7 @@ def test_the_summary_counts_per_kernel_and_lists_each_race(tmp_path):
     assert "| chinner | 0 of 2 | - | 0 | 0 | 0 | 0 |" in text
     assert ("| KCSAN: data-race in __hrtimer_run_queues / hrtimer_active | **the series'** | "
             "piggin: piggin 0004: fs: icache lock i_count with i_lock | **unexplained** | "
-            "piggin 1 (1 cell) | kcsan/boots/piggin/console.log:299 |") in text
+            "piggin 1 (1 cell, 1 pair of sites) | kcsan/boots/piggin/console.log:299 |") in text
     assert "### KCSAN: data-race in __hrtimer_run_queues / hrtimer_active" in text
     summary = (tmp_path / "summary.json").read_text()
     assert '"by_class"' in summary and '"the series\'": 1' in summary
