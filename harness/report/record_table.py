@@ -117,7 +117,7 @@ def faults_cell(collected: Collected | None, kernel: str, short: bool) -> str:
 
 
 def _none(kind: str, collected: Collected, kernel: str) -> str:
-    others = collected.unchecked(kind, kernel)
+    others = [t for t in collected.unchecked(kind, kernel) if t.measured]
     return (f"no make {kind} cell of these patches"
             + (f"; not counted: {', '.join(_other(t) for t in others)}" if others else ""))
 
