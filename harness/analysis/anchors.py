@@ -146,7 +146,7 @@ class Anchor:
     workload: str
     lock: str  # the lock role the anchor is about
     single_thread_ns: float | None  # the publisher's, or None: single_thread_case's
-    evidence: str
+    mix_evidence: str  # the evidence for the operation mix
     before: State
     after: State | None = None
     measured_state: str = "before"  # rate, spin share, saturation: of which state

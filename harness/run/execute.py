@@ -284,7 +284,7 @@ def measure(layout: Layout, pending: list[tuple[BootConfig, KernelImage, list[Ce
                     cell.label, str(job.directory.relative_to(layout.results)), outcome.step,
                     done, outcome.wall_s, list(cell.history)))
                 times.add(cell.history, outcome.wall_s)
-                result.rows += rows_for(cell, outcome, done)
+                result.rows += rows_for(cell, outcome, done, record.spinlock)
                 result.edges.setdefault(job.config.kernel, set()).update(edges)
             link_tree(job.directory, run_dir / "boots" / job.boot_id)
             if retry:

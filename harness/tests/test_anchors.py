@@ -34,7 +34,7 @@ def test_every_anchor_names_its_source_machine_role_and_evidence(committed):
         if a.role == "not-modelled":
             assert a.notes  # the reason
             continue
-        assert a.evidence and a.lock and (a.single_thread_ns or a.single_thread_case)
+        assert a.mix_evidence and a.lock and (a.single_thread_ns or a.single_thread_case)
         assert any(acq.role == a.lock for acq in a.before.acquisitions)
     # The calibration family is one family; Long's machines are the four-socket profile.
     assert {a.family for a in committed.of_role("calibration")} == {"chinner-2023-xfs-walk"}
@@ -70,7 +70,7 @@ def _anchor(**fields) -> anchors.Anchor:
     add = anchors.State((anchors.Acquisition("sb_list.add", 1.0),))
     base = dict(key="a", family="f", role="held-out", who="w", date="d", source="s",
                 quote="q", machine="m", threads=32, quantity="rate", value=1.0, unit="op/s",
-                workload="w", lock="sb_list", single_thread_ns=20000.0, evidence="e",
+                workload="w", lock="sb_list", single_thread_ns=20000.0, mix_evidence="e",
                 before=add)
     return anchors.Anchor(**(base | fields))
 

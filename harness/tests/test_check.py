@@ -172,10 +172,11 @@ def test_every_problem_of_every_file_is_reported(tmp_path, guest):
         f"'csv'",
         f"{tmp_path}/a.wl:5: unknown fs 'zfs' (known: tmpfs, ext4, xfs)",
         f"{tmp_path}/b.wl: missing required key 'output'",
-        f"{tmp_path}/b.wl:5: unknown key 'colour' (known: binaries, cmdline, count-boots, "
-        f"default, difference, difference.PHASE, files, flavours, fs, lock-end, lock-start, "
-        f"match, match.PHASE, name, ops, ops-count, output, packages, procs, reduce.GROUP, "
-        f"run, shared-inodes, summary, timeout, unit, unit.GROUP, windowed)"]
+        f"{tmp_path}/b.wl:5: unknown key 'colour' (known: background, binaries, cmdline, "
+        f"count-boots, default, difference, difference.PHASE, files, flavours, fs, "
+        f"lock-end, lock-start, match, match.PHASE, name, ops, ops-count, output, "
+        f"packages, procs, reduce.GROUP, run, shared-inodes, summary, timeout, unit, "
+        f"unit.GROUP, windowed)"]
     with pytest.raises(workloads.WorkloadError) as raised:
         workloads.load_all(tmp_path)
     assert raised.value.problems == found

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from harness import cli, lockscope
-from harness.analysis import evidence, machines, queueing, scaling_inputs
+from harness.analysis import machines, queueing, scaling_inputs
 from harness.analysis import source_lines
 from harness.analysis import scaling_validation
 from harness.layout import default_layout
