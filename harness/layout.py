@@ -58,9 +58,9 @@ class Layout:
     def design_file(self, kernel: str, kind: str) -> Path:
         """A file describing the design a kernel implements (kind: lock-order,
         lock-scope): its series' (NAME@K: the series' final one), or mainline's
-        in harness/."""
+        in harness/ (stable@K too: 6.1 with fixes, 6.1's design)."""
         name = kernel.split("@", 1)[0]
-        if name == "mainline":
+        if name in ("mainline", "stable"):
             return self.repo / "harness" / f"mainline.{kind}"
         return self.series_dir(name) / kind
 

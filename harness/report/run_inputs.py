@@ -25,6 +25,7 @@ from pathlib import Path
 
 from harness import lockorder
 from harness.analysis import rerun
+from harness.kernels import series
 from harness.layout import Layout
 
 LOCK_ORDER_DIR = "lock-order"
@@ -84,6 +85,25 @@ def series_of_run(manifest: dict) -> dict[str, list[dict]]:
             if all(e["file"] != p["file"] for e in entries):
                 entries.append(p)
     return out
+
+
+def stable_fixes(manifest: dict) -> list[dict]:
+    """The fixes of 6.1 itself that every kernel of the run carries, mainline included
+    (series-stable), as the manifest lists them: none in a run of stock 6.1."""
+    return series_of_run(manifest).get(series.STABLE, [])
+
+
+def source_phrase(manifest: dict) -> str:
+    """What every kernel of the run is built on, mainline included: stock 6.1, or 6.1
+    plus the stable fixes, named."""
+    version = ", ".join(sorted({k["kernel_version"] for k in manifest["kernels"].values()}))
+    fixes = stable_fixes(manifest)
+    if not fixes:
+        return f"stock {version}"
+    named = "; ".join('"' + re.sub(r"^\s*\[PATCH[^]]*\]\s*", "", p["subject"]) + '"'
+                      for p in fixes)
+    return (f"{version} plus {len(fixes)} fix{'es' if len(fixes) > 1 else ''} of 6.1's own "
+            f"(series-{series.STABLE}: {named}), so mainline is not stock 6.1")
 
 
 def subject_of(path: Path) -> str:
