@@ -134,7 +134,7 @@ kernels: $(DEPS_STAMP)
 	$(HARNESS) build $(KERNELS) $(foreach f,$(FLAVOURS),--flavour $(f))
 
 bisect-check: $(DEPS_STAMP)
-	$(HARNESS) bisect-check $(or $(SERIES),$(error SERIES=base|chinner|piggin is required))
+	$(HARNESS) bisect-check $(or $(SERIES),$(error SERIES=stable|base|chinner|piggin is required))
 
 compile-check: $(DEPS_STAMP)
 	$(HARNESS) compile-check $(or $(KERNEL),$(error KERNEL= is required)) $(if $(GREP),--grep '$(GREP)')

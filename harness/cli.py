@@ -627,7 +627,7 @@ def _add_reference(sub) -> None:
 
 def _add_bisect_check(sub) -> None:
     p = sub.add_parser("bisect-check", help="every point of a series builds, boots, checkpatch")
-    p.add_argument("series", choices=series.SERIES_NAMES)
+    p.add_argument("series", choices=series.BISECTABLE)
     p.add_argument("--cpus", type=int, default=min(2, os.cpu_count() or 1))
     p.set_defaults(func=cmd_bisect_check)
 

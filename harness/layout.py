@@ -59,9 +59,10 @@ class Layout:
         """A file describing the design a kernel implements (kind: lock-order,
         lock-scope): its series' (NAME@K: the series' KIND@K where the point's
         structures differ from the final ones, else the final one), or mainline's
-        in harness/. `kernel` is a spec (series.spec_of turns a named point into it)."""
+        in harness/ (stable@K too: 6.1 with fixes, 6.1's design). `kernel` is a spec
+        (series.spec_of turns a named point into it)."""
         name, _, point = kernel.partition("@")
-        if name == "mainline":
+        if name in ("mainline", "stable"):
             return self.repo / "harness" / f"mainline.{kind}"
         own = self.series_dir(name) / f"{kind}@{point}"
         return own if point and own.exists() else self.series_dir(name) / kind

@@ -1,9 +1,11 @@
 """Kernels by name, the patches each is made of, and applying them with git am.
 
-mainline            pristine linux-source-6.1
+mainline            linux-source-6.1 + series-stable/ (fixes of 6.1's own bugs that
+                    every kernel carries: mainline is not stock 6.1)
 base                mainline + series-base/
 chinner, piggin     base + series-NAME/
 NAME@K              the series below NAME plus the first K patches of NAME
+                    (stable@K: pristine 6.1 plus the first K fixes)
 NAME@*              every point of NAME, 0 .. all (expanded by expand_names)
 chinner-2.6.39      chinner@7, piggin-2010 piggin@10: the pair a 2010 summit
                     compared (HISTORICAL)
@@ -19,8 +21,12 @@ from pathlib import Path
 from harness.kernels import source
 from harness.layout import Layout
 
+# Fixes of 6.1 itself, under every kernel alike; not a design, and not a kernel
+# of its own: mainline is pristine 6.1 plus them.
+STABLE = "stable"
 SERIES_NAMES = ("base", "chinner", "piggin")
 KERNEL_NAMES = ("mainline",) + SERIES_NAMES
+BISECTABLE = (STABLE,) + SERIES_NAMES  # the series whose points NAME@K are kernels
 # The pair a 2010 summit compared, named as a reader knows them. chinner-2.6.39:
 # Dave's series as merged in 2.6.38/39 (part 1 of series-chinner: global
 # inode_hash_lock, per-sb inode list lock), with 0007, our counters of its lock
@@ -91,6 +97,7 @@ def read_series(layout: Layout, name: str) -> list[Patch]:
 
 
 def parent_of(name: str) -> str | None:
+    """The kernel a series applies on: None for stable, which applies on pristine 6.1."""
     return {"base": "mainline", "chinner": "base", "piggin": "base"}.get(name)
 
 
@@ -98,15 +105,20 @@ def resolve(layout: Layout, spec: str) -> Kernel:
     """A kernel name (mainline, base, chinner, piggin, NAME@K, a HISTORICAL name) to
     its patch list; the kernel keeps the name it was asked by."""
     match = re.fullmatch(r"([a-z]+)(?:@(\d+))?", spec_of(spec))
-    if not match or match.group(1) not in KERNEL_NAMES:
+    if not match or match.group(1) not in KERNEL_NAMES + (STABLE,):
         raise SeriesError(f"unknown kernel {spec!r}: expected one of "
                           f"{', '.join(KERNEL_NAMES + tuple(HISTORICAL))} or NAME@K")
     name, count = match.group(1), match.group(2)
     if name == "mainline":
         if count is not None:
-            raise SeriesError("mainline has no patches to bisect")
-        return Kernel(spec, ())
-    below = resolve(layout, parent_of(name)).patches
+            raise SeriesError(f"mainline has no patches of its own to bisect: its fixes are "
+                              f"series-{STABLE}'s ({STABLE}@K)")
+        return Kernel(spec, tuple(read_series(layout, STABLE)))
+    if name == STABLE and count is None:
+        raise SeriesError(f"{STABLE} is not a kernel: mainline is 6.1 plus series-{STABLE}, "
+                          f"{STABLE}@K its points")
+    parent = parent_of(name)
+    below = resolve(layout, parent).patches if parent else ()
     own = read_series(layout, name)
     if count is not None:
         k = int(count)
@@ -122,8 +134,8 @@ def expand_names(layout: Layout, specs: list[str]) -> list[str]:
     for spec in specs:
         if spec.endswith("@*"):
             name = spec[:-2]
-            if name not in SERIES_NAMES:
-                raise SeriesError(f"{spec}: only a series ({', '.join(SERIES_NAMES)}) "
+            if name not in BISECTABLE:
+                raise SeriesError(f"{spec}: only a series ({', '.join(BISECTABLE)}) "
                                   "can be bisected")
             names += [f"{name}@{k}" for k in range(len(read_series(layout, name)) + 1)]
         else:

@@ -6,7 +6,8 @@ Two scopes, named in every row:
   review    the series' own patches (chinner and piggin on top of base, base on
             top of 6.1): what a reviewer reads;
   tree      the kernel the run built against pristine 6.1 (base's patches plus
-            the series'): what stays in the tree to maintain.
+            the series'; series-stable's fixes, which mainline carries too, are
+            in neither scope): what stays in the tree to maintain.
 
 Where each number comes from, so it survives on a machine without the tree:
 

@@ -106,7 +106,8 @@ def section(layout: Layout, run_dir: Path, manifest: dict, conformance: dict,
         "What each series costs to review and to keep, counted at report time from the "
         "patches this run built (kept in the run folder under `series/`). *Review*: the "
         "series' own patches (chinner and piggin apply on top of base). *Tree*: the kernel "
-        "against pristine 6.1 (base's patches and the series'). The counts are proxies "
+        "against 6.1 (base's patches and the series'; not the stable fixes of 6.1 that "
+        "every kernel carries, mainline included). The counts are proxies "
         "that point at code to read; none of them is a verdict on its own."),
         code_cost_table(costs, code_cost.mainline_lock_doc_lines(run_dir))]
     for c in costs:

@@ -340,6 +340,7 @@ class ReportBuilder:
             f"{fmt(m['wall_seconds'], 2)} s {where}{resumes_phrase(m)}. Source: Debian "
             "linux-source-6.1 "
             + ", ".join(sorted({k['package_version'] for k in m['kernels'].values()}))
+            + f"; every kernel, mainline included, is {run_inputs.source_phrase(m)}"
             + (f". For reference: {', '.join(others)}" if others else "")
             + f". Secondary comparisons use **{self.baseline}** as the baseline"
             + (f" ({self.requested_baseline} was asked for but is not in this run)"

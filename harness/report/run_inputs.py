@@ -88,6 +88,25 @@ def series_of_run(manifest: dict) -> dict[str, list[dict]]:
     return out
 
 
+def stable_fixes(manifest: dict) -> list[dict]:
+    """The fixes of 6.1 itself that every kernel of the run carries, mainline included
+    (series-stable), as the manifest lists them: none in a run of stock 6.1."""
+    return series_of_run(manifest).get(series.STABLE, [])
+
+
+def source_phrase(manifest: dict) -> str:
+    """What every kernel of the run is built on, mainline included: stock 6.1, or 6.1
+    plus the stable fixes, named."""
+    version = ", ".join(sorted({k["kernel_version"] for k in manifest["kernels"].values()}))
+    fixes = stable_fixes(manifest)
+    if not fixes:
+        return f"stock {version}"
+    named = "; ".join('"' + re.sub(r"^\s*\[PATCH[^]]*\]\s*", "", p["subject"]) + '"'
+                      for p in fixes)
+    return (f"{version} plus {len(fixes)} fix{'es' if len(fixes) > 1 else ''} of 6.1's own "
+            f"(series-{series.STABLE}: {named}), so mainline is not stock 6.1")
+
+
 def subject_of(path: Path) -> str:
     """The Subject of a format-patch mail, continuation lines joined, without [PATCH n/m]."""
     lines = path.read_text(errors="replace").splitlines()

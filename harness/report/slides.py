@@ -117,6 +117,7 @@ class Deck:
         r, m = self.report, self.report.manifest
         counts = {k: len([p for p in m["kernels"][k]["patches"] if p["series"] == k])
                   for k in r.kernels if k in m["kernels"] and k != "mainline"}
+        fixes = run_inputs.stable_fixes(m)
         return Page(f"{FIRST} or {SECOND}: how to break up the global inode_lock?", [
             Bullets([
                 f"base ({plural(counts.get('base', 0), 'patch', 'patches')}): 2.6.36 "
@@ -129,7 +130,9 @@ class Deck:
                 "): i_lock protects all of an inode's cache state; list locks nest inside it, "
                 "walkers trylock and retry; i_refs a plain count under i_lock; sb lists walked "
                 "under RCU",
-                "mainline 6.1: already the first design's lock order, the reference",
+                "mainline 6.1" + (f" plus {plural(len(fixes), 'stable fix', 'stable fixes')} "
+                                  "every kernel carries" if fixes else "")
+                + ": already the first design's lock order, the reference",
             ], size=32),
             Text(f"This run: {plural(len(document.boots_of(m)), 'boot')} under "
                  f"{m['accel'].upper()} on a {m['host']['cpus']}-core host. "

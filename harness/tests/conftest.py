@@ -48,7 +48,7 @@ def layout(tmp_path) -> Layout:
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "pristine"], check=True)
     subprocess.run([*git, "tag", "pristine/1"], check=True)
-    for name in series.SERIES_NAMES:
+    for name in series.BISECTABLE:
         (repo / f"series-{name}").mkdir(parents=True)
         (repo / f"series-{name}" / "series").write_text("")
     return Layout(repo=repo, build=tmp_path / "build", ccache=tmp_path / "ccache",

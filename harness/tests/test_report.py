@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from harness.analysis import boot_perm, duel
+from harness.kernels import series
 from harness.report import blocks, document, duel_section, scaling_section
 from harness.layout import default_layout
 from harness.run import tidy
@@ -48,6 +49,25 @@ def test_report_of_a_run(tmp_path):
     # A list is a list: every <li> inside a <ul>.
     assert html.count("<li>") >= 3
     assert re.sub(r"<ul>(<li>.*?</li>)+</ul>", "", html).count("<li>") == 0
+
+
+def test_the_report_says_mainline_is_not_stock_when_the_run_carries_stable_fixes(tmp_path):
+    run = make_run(tmp_path)
+    stock = document.write(default_layout(), run, "mainline")[0].read_text()
+    assert "every kernel, mainline included, is stock 6.1.192." in stock
+    # The committed series-stable, as a run that built it records it for every kernel.
+    fixes = [{"series": p.series, "file": p.path.name, "sha256": p.sha256,
+              "subject": p.subject}
+             for p in series.resolve(default_layout(), "mainline").patches]
+    assert fixes and {f["series"] for f in fixes} == {"stable"}
+    manifest = json.loads((run / "manifest.json").read_text())
+    for kernel in manifest["kernels"].values():
+        kernel["patches"] = fixes + kernel["patches"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    text = document.write(default_layout(), run, "mainline")[0].read_text()
+    subject = fixes[0]["subject"].split("] ", 1)[-1]
+    assert (f"every kernel, mainline included, is 6.1.192 plus 1 fix of 6.1's own "
+            f"(series-stable: \"{subject}\"), so mainline is not stock 6.1.") in text
 
 
 def test_report_reads_the_runs_lock_order_files(tmp_path):

@@ -24,6 +24,26 @@ def test_names_resolve_to_patch_lists(layout):
         series.resolve(layout, "nick")
 
 
+def test_every_kernel_mainline_included_carries_the_stable_fixes(layout):
+    add_patch(layout, "stable", "0001-fix.patch", subject="fix", old="line one", new="line 1")
+    add_patch(layout, "base", "0001-a.patch", subject="a", old="line two", new="line 2")
+    add_patch(layout, "piggin", "0001-b.patch", subject="b", old="line 2", new="line II")
+    names = {k: [(p.series, p.index) for p in series.resolve(layout, k).patches]
+             for k in ("mainline", "base", "piggin", "piggin@0", "base@0", "stable@0")}
+    assert names == {"mainline": [("stable", 1)],
+                     "base": [("stable", 1), ("base", 1)],
+                     "piggin": [("stable", 1), ("base", 1), ("piggin", 1)],
+                     # NAME@K counts NAME's own patches only
+                     "piggin@0": [("stable", 1), ("base", 1)],
+                     "base@0": [("stable", 1)], "stable@0": []}
+    assert series.resolve(layout, "stable@1").patches == series.resolve(layout, "mainline").patches
+    assert series.expand_names(layout, ["stable@*"]) == ["stable@0", "stable@1"]
+    with pytest.raises(series.SeriesError, match="mainline has no patches of its own"):
+        series.resolve(layout, "mainline@1")
+    with pytest.raises(series.SeriesError, match="stable is not a kernel"):
+        series.resolve(layout, "stable")
+
+
 def test_missing_patch_names_series_file_and_line(layout):
     (layout.series_dir("chinner") / "series").write_text("# comment\nnot-there.patch\n")
     with pytest.raises(series.SeriesError, match=r"series-chinner/series:2: not-there.patch"):
