@@ -377,10 +377,18 @@ def _price(rows: list[Row], case: Case, cpus: int, order: list[str],
            pair: Pair = ISOLATED) -> Entry | None:
     first, second = pair.kernels
     values = price_per_boot(rows, case, cpus)
-    if first not in values or second not in values or not any(
-            v for k in (first, second) for v in values[k]):
+    if first not in values or second not in values:
         return None
     ordered = evidence._ordered(values, order)
+    if not any(v for k in (first, second) for v in values[k]):
+        # Measured, and nothing to price: no icache trylock of either failed in its
+        # round-robin boots. Equal, but only as far as those boots go.
+        return Entry(case, "price", f"{cpus} vCPUs", "instructions/op", True,
+                     {k: stats.summarize(v) for k, v in ordered.items() if k in _kept(pair)},
+                     1.0, None, None, "?", "", math.nan,
+                     "no failed icache trylock in any round-robin boot of either",
+                     values=ordered, cpus=cpus, first=first, second=second,
+                     boots=(len(values[first]), len(values[second])))
     summaries = {k: stats.summarize(v) for k, v in ordered.items()}
     c = stats.Comparison(summaries[second], summaries[first])
     ahead = price_claim(values, pair)

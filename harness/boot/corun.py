@@ -49,6 +49,18 @@ class CoRun:
     both_low_s: float = 0.0  # sum over samples of max(0, r1 + r2 - interval)
     both_high_s: float = 0.0  # sum over samples of min(r1, r2)
 
+    def add(self, ran: list[float], interval: float) -> None:
+        """One sample: each vCPU thread's run time over an interval of `interval` s."""
+        # schedstat charges run time when the thread is next accounted, so a sample
+        # can carry time run before it: no thread runs longer than the sample, and
+        # without this clamp the lower bound could pass the upper.
+        deltas = [min(d, interval) for d in ran]
+        self.wall_s += interval
+        self.ran_s = [r + d for r, d in zip(self.ran_s, deltas)]
+        if len(deltas) >= 2:
+            self.both_low_s += max(0.0, deltas[0] + deltas[1] - interval)
+            self.both_high_s += min(deltas[0], deltas[1])
+
     @property
     def together(self) -> tuple[float, float]:
         """(lower, upper) bound of the share of the step both vCPUs ran."""
@@ -100,12 +112,7 @@ class CoRunSampler:
             record.ran_s = [0.0] * len(threads)
             while not stop.wait(SAMPLE_S):
                 now, runs = time.monotonic(), [run_ns(self.pid, t) for t in threads]
-                deltas = [(b - a) * 1e-9 for a, b in zip(before, runs)]
-                record.wall_s += now - last
-                record.ran_s = [r + d for r, d in zip(record.ran_s, deltas)]
-                if len(deltas) >= 2:
-                    record.both_low_s += max(0.0, deltas[0] + deltas[1] - (now - last))
-                    record.both_high_s += min(deltas[0], deltas[1])
+                record.add([(b - a) * 1e-9 for a, b in zip(before, runs)], now - last)
                 before, last = runs, now
         except OSError:
             return  # QEMU ended meanwhile

@@ -203,10 +203,14 @@ class Section:
         parts.append(f"failed trylocks per op and their retry loops' instructions (tcg-cs-rr, "
                      f"2 vCPUs round robin) for {len(retrying)} roles"
                      + (f" ({', '.join(sorted({k for k, _ in retrying}))})" if retrying else
+                        " (none: no icache trylock failed in this run's tcg-cs-rr boots, so "
+                        "retries cost nothing in the model)"
+                        if any(r.mode == "tcg-cs-rr" for r in self.rows) else
                         " (none: no tcg-cs-rr boots, so retries cost nothing in the model)"))
         blocked = sum(1 for i in used if i.blocked_ns_per_op is not None)
         parts.append(f"blocked time per operation (wall minus CPU, perf kernels) for {blocked} "
-                     f"of {len(used)} kernel-cases (none: blocked time counts as 0)")
+                     f"of {len(used)} kernel-cases"
+                     + (" (the others: blocked time counts as 0)" if blocked < len(used) else ""))
         if fell_back:
             parts.append(f"{FALLBACK_LEAD}s ("
                          + "; ".join(f"{k}: {', '.join(sorted(v))}"
@@ -441,10 +445,12 @@ class Section:
             + (f"Left out by a stated rule, a class of their own: the phases whose workload "
                f"declares a process looping beside its workers (`background`), which the "
                f"symmetric model cannot represent: {', '.join(apart)}. " if apart else "")
-            + (f"Both vCPUs ran at once for {min(lo for lo, _ in sampled):.0%}-"
-               f"{max(hi for _, hi in sampled):.0%} of those rows' steps (the host's "
-               "schedstat of the vCPU threads, lower and upper bounds, column 'together'); "
-               "a lock can only be contended while both run. " if sampled else
+            + (f"Both vCPUs ran at once for {min(min(b) for b in sampled):.0%}-"
+               f"{max(max(b) for b in sampled):.0%} of those rows' steps (the host's "
+               "schedstat of the vCPU threads sampled every 5 ms, the two bounds of the "
+               "share, column 'together'; in boots before the sampler clamped each "
+               "sample to its interval the lower could pass the upper); a lock can only be "
+               "contended while both run. " if sampled else
                "The run's boots did not sample whether both vCPUs ran at once. ")
             + "lock_stat's hold time runs from lockdep's "
             "bookkeeping in lock_acquire to lock_release, so the lock is held for less than it "
@@ -456,7 +462,7 @@ class Section:
                   doc.fmt(c.measured_contentions),
                   _pct(c.contention_error) + (" ★" if c.in_aim else ""),
                   doc.fmt(c.predicted_wait_us), doc.fmt(c.measured_wait_us), _pct(c.wait_error),
-                  f"{c.together[0]:.0%}-{c.together[1]:.0%}" if c.together else "-"]
+                  f"{min(c.together):.0%}-{max(c.together):.0%}" if c.together else "-"]
                  for c in locks if _shown(c)]
         quiet = sum(1 for c in locks if not _shown(c))
         return [doc.Para(text),

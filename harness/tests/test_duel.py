@@ -140,6 +140,18 @@ def test_the_price_of_retries_is_read_from_the_round_robin_rows():
     assert e.ahead == "chinner" and e.rule == "interval" and e.unit == "instructions/op"
 
 
+def test_round_robin_boots_with_no_failed_trylock_are_measured_not_missing():
+    """The duel run of 2026-12-07: one tcg-cs-rr boot of each at 2 vCPUs, no icache
+    trylock failed in either (only ext4's block-group locks did): an entry that says
+    so, with no claim (one boot a side), not a kind the run "did not measure"."""
+    rows = [row(kernel, "instructions_per_op", 90000.0, mode="tcg-cs-rr",
+                cell=f"{kernel}-rr", rep=1) for kernel in ("chinner", "piggin")]
+    case = evidence.Case("create-unlink", "tmpfs", "create-unlink")
+    e = duel._price(rows, case, 2, ["chinner", "piggin"])
+    assert (e.ahead, e.ratio, e.boots) == ("?", 1.0, (1, 1))
+    assert e.note == "no failed icache trylock in any round-robin boot of either"
+
+
 def test_boot_against_boot_is_judged_per_vcpu_count_never_pooled():
     """piggin below chinner in all 6 boot pairs of the 2026-12-04 reference, three at each
     vCPU count: per count, three pairs cannot go below p = 0.25, so nothing is claimed
