@@ -970,22 +970,23 @@ RR_METRICS = {"failures": "trylock_failures_per_op.", "instructions": duel.PRICE
 
 
 def _rr_figures(rows: list, case: evidence.Case, kernel: str) -> dict[str, list[float]]:
-    """Per tcg-cs-rr boot of the kernel: failed trylocks per op and their instructions per
-    op (summed over sites), and instructions per retry (mean over sites)."""
-    per_boot: dict[tuple[str, int], dict[str, list[float]]] = {}
+    """Per tcg-cs-rr boot of the kernel that ran the case: failed trylocks per op and
+    their instructions per op (summed over sites; 0 in a boot where none failed), and
+    instructions per retry (mean over sites, only where a trylock failed)."""
+    per_boot: dict[int, dict[str, list[float]]] = {}
     for r in evidence._ok(rows):
-        if r.kernel != kernel or not r.mode.startswith("tcg-cs") or \
-                not evidence._in_case(r, case):
+        if r.kernel != kernel or r.mode != "tcg-cs-rr" or not evidence._in_case(r, case):
             continue
+        found = per_boot.setdefault(r.repetition, {})
         for name, prefix in RR_METRICS.items():
             if r.metric.startswith(prefix):
-                per_boot.setdefault((r.mode, r.repetition), {}).setdefault(name, []).append(
-                    r.value)
+                found.setdefault(name, []).append(r.value)
     out: dict[str, list[float]] = {}
     for found in per_boot.values():
-        for name, values in found.items():
-            out.setdefault(name, []).append(
-                statistics.fmean(values) if name == "per_retry" else sum(values))
+        for name in ("failures", "instructions"):
+            out.setdefault(name, []).append(sum(found.get(name, [])))
+        if found.get("per_retry"):
+            out.setdefault("per_retry", []).append(statistics.fmean(found["per_retry"]))
     return out
 
 
@@ -1039,7 +1040,8 @@ def retry_price_blocks(ctx: Context, rows: list) -> list[Block]:
                     case.label, f"{cpus} vCPUs" if cpus else "", kernel,
                     "; ".join(f"{n} {fmt(v, 2)}" for n, v in counters[:3]) or "none",
                     _spread(rr.get("failures")), _spread(rr.get("instructions")),
-                    _spread(rr.get("per_retry")), waits or "no debug boot"])
+                    _spread(rr.get("per_retry")) if rr.get("per_retry") or not rr
+                    else "none failed", waits or "no debug boot"])
     rr_boots = len({(r.kernel, r.repetition) for r in rows if r.mode == "tcg-cs-rr"})
     return [Heading(3, f"What {second}'s retries cost"), Para(
         f"The cases where {second}'s trylocks fail and retry (debug counters of at least "
@@ -1047,7 +1049,9 @@ def retry_price_blocks(ctx: Context, rows: list) -> list[Block]:
         f"priced its failed trylock loops: per op, the retries the debug kernels counted, the "
         f"failed trylocks and the guest instructions spent between a failed trylock and the "
         f"success it retried for (tcg-cs-rr, perf kernels, several vCPUs round robin"
-        + (f"; {plural(rr_boots, 'boot')} in this run" if rr_boots else
+        + (f"; {plural(rr_boots, 'boot')} in this run, 0 where a boot ran the case and no "
+           "icache trylock failed: under round robin one fails only when the vCPU holding "
+           "the lock was switched out inside its section" if rr_boots else
            "; **none in this run: not measured**")
         + "), and lock_stat's hold and wait times of the locks the loops retry. **lock_stat "
         "keeps, per lock class, the total, the largest and the count of its hold and wait "

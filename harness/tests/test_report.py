@@ -234,3 +234,15 @@ def test_what_piggins_retries_cost_where_they_fire():
     assert handle[0][3].startswith("hash_find_fast 4.7")
     assert handle[0][4] == handle[0][5] == "not measured"
     assert handle[0][7].startswith("i_lock: hold ") and " µs mean, " in handle[0][7]
+    # A round-robin boot that ran the case with no icache trylock failing: measured, 0.
+    # (Planted: the reference has no tcg-cs-rr boots; the duel run of 2026-12-07 had
+    # one per kernel, and none failed.)
+    rr = [dataclasses.replace(r, mode="tcg-cs-rr", flavour="perf", cpus=2, repetition=1)
+          for r in rows if r.metric == "ops" and r.flavour == "debug" and r.cpus == 2
+          and r.repetition == 1 and r.kernel in ("chinner", "piggin")]
+    assert rr
+    heading, text, table = duel_section.retry_price_blocks(ctx, rows + rr)
+    assert "2 boots in this run, 0 where a boot ran the case and no icache trylock failed" \
+        in text.text
+    handle = [r for r in table.rows if r[0] == "hotinode handle on ext4"]
+    assert handle[0][4:7] == ["0", "0", "none failed"]
