@@ -12,7 +12,7 @@ from harness.layout import default_layout
 from harness.run import tidy
 from harness.tests.conftest import CASE, mainline_rows
 
-REFERENCE = Path(__file__).resolve().parents[2] / "results" / "reference"
+REFERENCE = Path(__file__).resolve().parent.parent / "test_data" / "reference-20261206-094619"
 
 
 @pytest.fixture(scope="module")

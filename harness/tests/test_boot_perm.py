@@ -11,7 +11,7 @@ from harness.report import run_inputs
 from harness.layout import default_layout
 from harness.run import tidy
 
-REFERENCE = Path(__file__).resolve().parents[2] / "results" / "reference"
+REFERENCE = Path(__file__).resolve().parent.parent / "test_data" / "reference-20261206-094619"
 OLDER = Path(__file__).resolve().parent.parent / "test_data" / "rounds" / \
     "reference-20261204-perf-throughput.tsv"
 KERNELS = ["mainline", "base", "chinner", "piggin"]
