@@ -304,7 +304,9 @@ class ReportBuilder:
                 self.manifest.get("differences", {}),
                 self.manifest.get("differences_not_measured", {}), pair,
                 boot_perm.analyse(self.rows, pair, self.spread),
-                duel.sign_flip(self.rows, pair))
+                duel.sign_flip(self.rows, pair),
+                duel_section.timed_sessions([b["directory"] for b in boots_of(self.manifest)],
+                                            pair.kernels))
         return self._contexts
 
     def duel_context(self) -> duel_section.Context:

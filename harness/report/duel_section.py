@@ -17,9 +17,11 @@ from __future__ import annotations
 import math
 import re
 import statistics
+import time
 from dataclasses import dataclass, field
 
 from harness.analysis import boot_perm, duel, evidence, retry_counters, stats
+from harness.layout import slug
 from harness.report import charts
 from harness.report.blocks import (Block, ChartBlock, Heading, Para, Table, apart_text, fmt,
                                    pct, pct_abs, plural, reach_text, times)
@@ -68,6 +70,9 @@ class Context:
     # the pair's cost tests under every labelling of their boots (None: not computed)
     perm: boot_perm.Permutation | None = None
     flip: duel.SignFlip | None = None
+    # When the pair's timed boots were planned (timed_sessions): rounds of one session
+    # share its luck, which no interval over them includes
+    sessions: list[Session] = field(default_factory=list)
 
     @property
     def first(self) -> str:
@@ -171,16 +176,17 @@ def figure_text(e: duel.Entry, kernel: str) -> str:
 
 
 def control_text(e: duel.Entry) -> str:
-    """A contention entry's negative control: how often the same test put mainline and
-    chinner (the same locks) apart, over the kind's cases."""
+    """A contention entry's negative control: how often the same test put two kernels
+    that take the same locks apart, over the kind's cases."""
     if e.kind not in duel.CONTENTION_KINDS or e.control is None:
         return ""
     rejected, tests = e.control
     if not tests:
         return "no negative control in this run"
     held = "holds" if duel.control_holds(rejected, tests) else "fails"
-    return (f"control ({duel.CONTROL_PAIR[0]} against {duel.CONTROL_PAIR[1]}, the same "
-            f"locks) rejects in {rejected} of {tests}: it {held}")
+    control, model = duel.CONTENTION_CONTROLS[e.kind]
+    return (f"control ({control} against {model}, the same locks) rejects in {rejected} of "
+            f"{tests}: it {held}")
 
 
 def ahead_text(e: duel.Entry, ctx: Context) -> str:
@@ -288,7 +294,7 @@ def glance_measured(ctx: Context) -> Table:
 def _by_chance(ctx: Context, t: duel.KindTally, cpus: int) -> str:
     """What chance alone gives: for the cost kinds, the permutation over boots (the share
     of labellings of the boots with as many claims); for contention, how often its
-    negative control (mainline against chinner, the same locks) rejects; counts are
+    negative control (two kernels that take the same locks) rejects; counts are
     exact."""
     if t.kind in COUNTED:
         found = ctx.cost_chance(lambda test: test.kind == t.kind).get(cpus)
@@ -678,7 +684,7 @@ def answer(ctx: Context) -> list[str]:
         said = "; ".join(f"at {c.where}, {c.text}" for c in found)
         lead += f" **{said[0].upper()}{said[1:]}.** " + " ".join(
             f"At {c.where}: {_count_detail(c)}." for c in found)
-    paragraphs = [lead + _largest(ctx) + _smallest(ctx), flip_sentence(ctx.flip),
+    paragraphs = [lead + _largest(ctx) + _smallest(ctx), flip_sentence(ctx.flip, ctx.sessions),
                   difference_sentence(ctx)]
     paragraphs.append(_mechanisms(ctx))
     paragraphs.append(_cannot(ctx))
@@ -697,11 +703,67 @@ def _count_detail(c: CountVerdict) -> str:
     return text
 
 
-def flip_sentence(flip: duel.SignFlip | None) -> str:
+@dataclass(frozen=True)
+class Session:
+    """Timed boots planned close together (compare names a batch of boots by when it
+    planned them): from its first batch to its last, and how many boots."""
+    first: str  # YYYYMMDD-HHMMSS
+    last: str
+    boots: int
+
+    def text(self) -> str:
+        day, start = self.first.split("-")
+        end = self.last.split("-")[1]
+        return (f"{day[:4]}-{day[4:6]}-{day[6:]} {start[:2]}:{start[2:4]}"
+                + (f"-{end[:2]}:{end[2:4]}" if end[:4] != start[:4] else "")
+                + f", {plural(self.boots, 'boot')}")
+
+
+SESSION_GAP_S = 1800  # batches further apart than this are sessions of their own
+
+
+def timed_sessions(directories: list[str], kernels: tuple[str, ...]) -> list[Session]:
+    """The sessions of the kernels' timed (perf, tcg) boots, from their folder names
+    (boots/STAMP-KERNEL-perf-tcg-cN-rK, STAMP as compare planned the batch)."""
+    stamps = []
+    for d in directories:
+        match = re.fullmatch(r"(\d{8}-\d{6})b*-(.+)-perf-tcg-c\d+-r\d+", d.split("/")[-1])
+        if match and match.group(2) in {slug(k) for k in kernels}:
+            stamps.append(match.group(1))
+    out: list[Session] = []
+    for stamp in sorted(stamps):
+        at = time.mktime(time.strptime(stamp, "%Y%m%d-%H%M%S"))
+        if out and at - time.mktime(time.strptime(out[-1].last, "%Y%m%d-%H%M%S")) \
+                <= SESSION_GAP_S:
+            out[-1] = Session(out[-1].first, stamp, out[-1].boots + 1)
+        else:
+            out.append(Session(stamp, stamp, 1))
+    return out
+
+
+def sessions_sentence(sessions: list[Session]) -> str:
+    """Whether the timed rounds share one session's luck: a whole run can drift (the A/A
+    study of the README's noise section), and the boot-pair intervals cannot see it."""
+    if not sessions:
+        return ""
+    if len(sessions) == 1:
+        return (f" Every timed boot of the pair comes from one session ({sessions[0].text()}):"
+                " a whole session can run one kernel fast or slow (README, \"Noise between "
+                "runs\"), which these intervals, built from its rounds alone, do not include.")
+    return (f" The timed boots come from {len(sessions)} sessions ("
+            + "; ".join(s.text() for s in sessions) + ").")
+
+
+def flip_sentence(flip: duel.SignFlip | None, sessions: list[Session] | None = None) -> str:
     """Whether the timed lean changes sign between vCPU counts: confirmed with its size
-    and interval, or not, computed from the boot pairs of each count."""
+    and interval, or not, computed from the boot pairs of each count; and the sessions
+    its rounds come from."""
     if flip is None or not flip.leans:
         return ""
+    return _flip_sentence(flip) + sessions_sentence(sessions or [])
+
+
+def _flip_sentence(flip: duel.SignFlip) -> str:
     first, second = flip.pair.kernels
     each = "; ".join(
         f"at {x.cpus} vCPU{'s' if x.cpus > 1 else ''} {second}'s throughput is "
@@ -1004,10 +1066,10 @@ def _hold_wait(rows: list, case: evidence.Case, kernel: str, cpus: int,
     if not acquisitions:
         return ""
     hold = sum(f.get("holdtime_total", [])) / acquisitions
-    text = f"hold {fmt(hold, 2)} µs mean, {fmt(max(f.get('holdtime_max', [0])), 2)} max"
+    text = f"hold {fmt(hold, 2)} µs mean, {fmt(max(f.get('holdtime_max', [0])), 2)} µs max"
     if contentions:
         wait = sum(f.get("waittime_total", [])) / contentions
-        text += f"; wait {fmt(wait, 2)} µs mean, {fmt(max(f.get('waittime_max', [0])), 2)} max"
+        text += f"; wait {fmt(wait, 2)} µs mean, {fmt(max(f.get('waittime_max', [0])), 2)} µs max"
     return text
 
 
@@ -1125,8 +1187,10 @@ def gp_wait_blocks(rows: list, kernels: list[str]) -> list[Block]:
         f"inode waited for an RCU grace period before joining an sb list again "
         f"({GP_WAIT}, per op, debug kernels, mean over boots with their range), the time "
         f"those waits took (µs per op), and the case's throughput and p99 latency on the perf "
-        f"kernels. piggin-2010 is Nick's series without our 0011, so it has no such wait; "
-        f"chinner walks under the list lock and has none either."),
+        f"kernels. piggin waits only after a walk of the sb's lists (our 0011); "
+        f"piggin-2010 stops before 0011 and keeps 0009's wait at every recycle within a "
+        f"grace period of the eviction (ours too: Nick's series had no answer there); "
+        f"chinner walks under the list lock and has none."),
         Table(["workload", "vCPUs", "kernel", f"{GP_WAIT} per op", "µs waited per op",
                "throughput (mean)", "p99 latency (median)"], table)]
 
@@ -1206,8 +1270,10 @@ def blocks(ctx: Context, rows: list, kernels: list[str], chart_stem=None) -> lis
         f"boot of one design lies beyond every boot of the other; -icount also beyond its "
         f"measured rerun spread; contention by a test of the two counts with the boot as "
         f"the unit, counted only from {duel.MIN_CONTENTION_BOOTS} debug boots a kernel and "
-        f"where its negative control ({duel.CONTROL_PAIR[0]} against {duel.CONTROL_PAIR[1]}, "
-        f"the same locks) rejects no more often than {stats.ALPHA} allows. The tests of one "
+        f"where its negative control, two kernels that take the same locks (i_lock: "
+        f"{' against '.join(duel.CONTENTION_CONTROLS['inode_contention'])}; the shared "
+        f"locks: {' against '.join(duel.CONTENTION_CONTROLS['contention'])}), rejects no "
+        f"more often than {stats.ALPHA} allows. The tests of one "
         f"vCPU count share their boots (one boot runs every workload), so their claims are "
         f"not independent tries: *chance* is the permutation over boots (the pair's boots "
         f"of each mode relabelled between the two kernels in every way, every test decided "
