@@ -46,10 +46,12 @@ HISTORICAL = ("chinner-2.6.39", "piggin-2010")
 PAIRS = {"isolated": ISOLATED, "historical": HISTORICAL}
 PAIR_TEXT = {
     "isolated": "the isolated pair: chinner against piggin, the same structures "
-                "(per-CPU sb lists, per-bucket hash), only the i_lock model differs",
-    "historical": "the historical pair: chinner-2.6.39 (Dave's series as merged: global "
-                  "inode_hash_lock, per-sb list lock) against piggin-2010 (Nick's as posted: "
-                  "per-bucket hash, per-CPU sb lists)",
+                "(per-CPU sb lists, per-bucket hash); the i_lock model differs, and with it "
+                "how sb lists are walked (RCU in piggin)",
+    "historical": "the historical pair: chinner-2.6.39 (Dave's lock order with 2.6.39's "
+                  "global inode_hash_lock, on 6.1's per-sb list, LRU and writeback locks) "
+                  "against piggin-2010 (Nick's: per-bucket hash, per-CPU sb lists, and our "
+                  "grace-period wait before XFS recycles an inode)",
 }
 
 

@@ -28,12 +28,15 @@ SERIES_NAMES = ("base", "chinner", "piggin")
 KERNEL_NAMES = ("mainline",) + SERIES_NAMES
 BISECTABLE = (STABLE,) + SERIES_NAMES  # the series whose points NAME@K are kernels
 # The pair a 2010 summit compared, named as a reader knows them. chinner-2.6.39:
-# Dave's series as merged in 2.6.38/39 (part 1 of series-chinner: global
-# inode_hash_lock, per-sb inode list lock), with 0007, our counters of its lock
-# drops. piggin-2010: Nick's series as posted, with 0001, our retry counters, and
-# without 0011 (ours: a grace period before XFS recycles an inode; see its
-# message), 0012 (the i_count -> i_refs rename) and 0013 (lock-order comments),
-# which change no code path. The isolated pair is chinner and piggin as built.
+# Dave's series as merged in 2.6.38/39 (part 1 of series-chinner: his lock order
+# and global inode_hash_lock; the sb list, LRU and writeback locks stay 6.1's
+# per-sb, per-node and per-bdi ones, where 2.6.39 had global locks), with 0007,
+# our counters of its lock drops. piggin-2010: Nick's series as posted, with
+# 0001, our retry counters, and 0009's grace-period wait before XFS recycles an
+# inode (ours: his series had no answer there), without 0011 (ours: that wait
+# only after a walk; see its message), 0012 (the i_count -> i_refs rename) and
+# 0013 (lock-order comments), which change no code path. The isolated pair is
+# chinner and piggin as built.
 HISTORICAL = {"chinner-2.6.39": "chinner@7", "piggin-2010": "piggin@10"}
 
 

@@ -119,11 +119,13 @@ class Deck:
                   for k in r.kernels if k in m["kernels"] and k != "mainline"}
         fixes = run_inputs.stable_fixes(m)
         return Page(f"{FIRST} or {SECOND}: how to break up the global inode_lock?", [
-            Bullets([
-                f"base ({plural(counts.get('base', 0), 'patch', 'patches')}): 2.6.36 "
-                "re-created on 6.1, one global inode_cache_lock around the whole inode cache",
-                f"{FIRST} (Dave Chinner, merged in 2.6.39; "
-                f"{plural(counts.get(FIRST, 0), 'patch', 'patches')}): i_lock innermost, "
+            Bullets(([
+                f"base ({plural(counts['base'], 'patch', 'patches')}): 2.6.36 "
+                "re-created on 6.1, one global inode_cache_lock around the whole inode cache"]
+                if "base" in counts else []) + [
+                f"{FIRST} (Dave Chinner: 2.6.39's lock order, then per-CPU sb lists and a "
+                f"per-bucket hash as piggin's; {plural(counts.get(FIRST, 0), 'patch', 'patches')}"
+                "): i_lock innermost, "
                 "atomic i_count; code that needs an outer lock drops i_lock, takes it, "
                 "re-takes i_lock and re-checks",
                 f"{SECOND} (Nick Piggin, 2010; {plural(counts.get(SECOND, 0), 'patch', 'patches')}"
@@ -133,7 +135,7 @@ class Deck:
                 "mainline 6.1" + (f" plus {plural(len(fixes), 'stable fix', 'stable fixes')} "
                                   "every kernel carries" if fixes else "")
                 + ": already the first design's lock order, the reference",
-            ], size=32),
+            ], size=28 if "base" in counts else 32),
             Text(f"This run: {plural(len(document.boots_of(m)), 'boot')} under "
                  f"{m['accel'].upper()} on a {m['host']['cpus']}-core host. "
                  + self.pairs_text(), size=SMALL_PX, colour="#444444"),
@@ -284,7 +286,8 @@ class Deck:
         # Many counters leave no room for a bullet per kind: the kinds run on in one text.
         crowded = len(rows) + len(kinds) > 10
         return Page(title, [
-            Grid(["counter", "kind", "fired in", "most per op"], rows, size=24 if crowded else 30),
+            Grid(["counter", "kind", "fired in", "most per op"], rows,
+                 size=(20 if len(rows) > 9 else 24) if crowded else 30),
             Text("; ".join(kinds) + ".", size=24) if crowded else Bullets(kinds, size=26),
         ], self.footer)
 

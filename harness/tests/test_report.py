@@ -122,7 +122,7 @@ def test_a_size_of_difference_uses_the_notation_of_changes():
     assert blocks.reach_text([0.11, 1.4, 3.93]) == "2.4x (best 11%)"
 
 
-REFERENCE = Path(__file__).resolve().parents[2] / "results" / "reference"
+REFERENCE = Path(__file__).resolve().parent.parent / "test_data" / "reference-20261206-094619"
 
 
 class _NoScaling:
@@ -154,7 +154,8 @@ def test_the_first_screen_of_the_rendered_reference(tmp_path, monkeypatch):
     head = text.split("\n|", 1)[0]
     assert head.startswith("# inode-duel: chinner against piggin\n\n**The isolated pair: "
                            "chinner against piggin, the same structures (per-CPU sb lists, "
-                           "per-bucket hash), only the i_lock model differs**; reach")
+                           "per-bucket hash); the i_lock model differs, and with it how sb "
+                           "lists are walked (RCU in piggin)**; reach")
     (ctx,) = builder.duel_contexts().values()
     found = duel_section.count_verdicts(ctx)
     assert [c.cpus for c in found] == [1, 2]
@@ -167,6 +168,19 @@ def test_the_first_screen_of_the_rendered_reference(tmp_path, monkeypatch):
     # The run's provenance follows the table; the answer's details follow it.
     assert text.index("| isolated: chinner against piggin | 1 |") < text.index("Run reference")
     assert text.index("Run reference") < text.index("## The answer, the isolated pair")
+
+
+def test_the_committed_reference_answers_within_150_words():
+    """results/reference as published (make reference): its report's first screen stays
+    under 150 words and gives an answer for every pair the run has."""
+    committed = Path(__file__).resolve().parents[2] / "results" / "reference"
+    text = (committed / "report.md").read_text()
+    head = text.split("\n|", 1)[0]
+    assert duel_section.words_before_table(text) <= 150
+    kernels = json.loads((committed / "manifest.json").read_text())["kernels"]
+    for pair in duel.pairs_in(list(kernels)):
+        assert f"**The {pair.name} pair: {pair.first}" in head
+    assert head.count("**Answer: ") == len(duel.pairs_in(list(kernels)))
 
 
 def test_the_first_screen_of_two_pairs_stays_short():
@@ -191,7 +205,8 @@ def test_the_first_screen_of_two_pairs_stays_short():
                                      *duel_section.first_screen(contexts, kernels)],
                                     REFERENCE)
     assert duel_section.words_before_table(text) <= 150
-    assert "**The historical pair: chinner-2.6.39 (Dave's series as merged" in text
+    assert ("**The historical pair: chinner-2.6.39 (Dave's lock order with 2.6.39's global "
+            "inode_hash_lock") in text
     assert "| historical: chinner-2.6.39 against piggin-2010 | 2 |" in text
     assert "not in this run" not in text
 
@@ -246,3 +261,25 @@ def test_what_piggins_retries_cost_where_they_fire():
         in text.text
     handle = [r for r in table.rows if r[0] == "hotinode handle on ext4"]
     assert handle[0][4:7] == ["0", "0", "none failed"]
+
+
+def test_the_timed_rounds_name_the_sessions_they_come_from():
+    """The duel run of 2026-12-07: every perf boot of chinner and piggin was planned in
+    one session (19:22, reruns at 19:31 and 19:34), so its rounds share that session's
+    luck and the report says so; boots of other kernels and modes do not count."""
+    directories = ["boots/20261207-192225-chinner-perf-tcg-c1-r1",
+                   "boots/20261207-192225-piggin-perf-tcg-c2-r6",
+                   "boots/20261207-193124-piggin-perf-tcg-c1-r3",
+                   "boots/20261207-193407b-chinner-perf-tcg-c2-r1",
+                   "boots/20261207-182647-piggin-debug-tcg-c2-r1",
+                   "boots/20261207-182647-chinner-perf-tcg-cs-c1-r1",
+                   "boots/20261207-150000-mainline-perf-tcg-c1-r1"]
+    (one,) = duel_section.timed_sessions(directories, ("chinner", "piggin"))
+    assert one.text() == "2026-12-07 19:22-19:34, 4 boots"
+    assert "comes from one session (2026-12-07 19:22-19:34, 4 boots)" in \
+        duel_section.sessions_sentence([one])
+    two = duel_section.timed_sessions(directories + ["boots/20261207-150331-chinner-perf-tcg-"
+                                                     "c1-r1"], ("chinner", "piggin"))
+    assert [s.boots for s in two] == [1, 4]
+    assert duel_section.sessions_sentence(two).startswith(" The timed boots come from 2 "
+                                                          "sessions (2026-12-07 15:03, 1 boot;")

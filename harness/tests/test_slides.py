@@ -187,8 +187,9 @@ def test_the_answer_says_which_pair_which_counts_which_reach_and_the_answer(run)
     # says so (the least p the boots allow, beside it).
     assert all(c.chance.least_p >= 0.05 for c in found)
     assert notes.items[0].startswith("The isolated pair: chinner against piggin, the same "
-                                     "structures (per-CPU sb lists, per-bucket hash), only the "
-                                     "i_lock model differs. The historical pair "
+                                     "structures (per-CPU sb lists, per-bucket hash); the "
+                                     "i_lock model differs, and with it how sb lists are "
+                                     "walked (RCU in piggin). The historical pair "
                                      "(chinner-2.6.39 against piggin-2010) is not in this run")
     # No tally of mechanisms on the answer: a contention count cannot slip into it.
     assert not any("contention" in cell for cells in grid.rows for cell in cells)
