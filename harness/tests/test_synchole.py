@@ -153,3 +153,11 @@ def test_captured_plain_mutant_loses_nothing():
     plain = synchole.read_step(captured("delay0-ext4.out"), "", "s01.out", synchole.KERNEL, 0,
                                "ext4", "lockdep")
     assert (plain.files, plain.lost, plain.windows, plain.dirty_windows) == (11392, 0, 997, 202)
+
+
+def test_captured_widened_control_is_held_open_on_dirty_inodes_and_loses_nothing():
+    control = synchole.read_step(captured("control-delay2000-ext4.out"), "", "s03.out",
+                                 synchole.CONTROL, 2000, "ext4", "ok")
+    assert (control.files, control.lost, control.rounds) == (2624, 0, 41)
+    assert (control.windows, control.dirty_windows, control.listed_all) == (8469, 102, True)
+    assert control.in_windows == 0 and len(control.dirty_inodes) == 96
