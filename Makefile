@@ -139,9 +139,9 @@ padlock-sweep: $(DEPS_STAMP)
 # base's sync hole put back in a mutant kernel (base + synchole/0001-0002: the
 # window widened by a knob, the inodes it opened it on listed) and base as it
 # is widened as much (base + synchole/0001, the control): does the widened
-# mutant lose a file inside a window on its inode, and the widened control
-# none? Two debug boots at 4 vCPUs, never timed, never part of make test or a
-# compare (issues 28, 39).
+# mutant lose a file inside a window on its inode, and the control none (held
+# open on dirty inodes when widened)? Two debug boots at 4 vCPUs, never timed,
+# never part of make test or a compare (issues 28, 39).
 synchole-check: $(DEPS_STAMP) check-workloads
 	$(PYTHON) -m harness.run.synchole $(if $(DELAYS),--delays "$(DELAYS)") \
 		$(if $(SECONDS),--seconds $(SECONDS)) $(if $(NO_BUILD),--no-build)
