@@ -7,7 +7,8 @@ under comparison: /proc/walkcheck walks the lists of the writer's
 superblock, counted or not) and boots it once at 1 vCPU, two steps on tmpfs.
 The uncounted walk raises the superblock's count as another task's walk
 would, so the assertion as it was before issue 39 (the count above zero)
-cannot catch it; the per-task lockdep map does.
+cannot catch it; the per-task lockdep map does. With that old assertion the
+second test fails (no report; measured 2026-12-07, NOTES.md).
 """
 
 from pathlib import Path
