@@ -7,7 +7,7 @@
 #   make faults [DURATION=2h]           fault injection in the inode cache, mainline the control
 #   make kcsan [BUDGET=18m]             data races (KCSAN) on every kernel, mainline the control
 #   make bisect-check SERIES=NAME       every patch of a series builds, boots, passes checkpatch
-#   make synchole-check                 does syncrace catch base's old sync hole (a mutant kernel)?
+#   make synchole-check                 syncrace against base's old sync hole (a mutant) and base, widened alike
 #   make slides    [RUN_DIR=...]        slides.pdf of a run (default: the latest)
 #   make test                           unit tests and the end-to-end boot test
 #   make clean                          remove build/ (kernel tree, objects, images)
@@ -158,11 +158,12 @@ padlock-sweep: $(DEPS_STAMP)
 	$(PYTHON) -m harness.run.padsweep $(if $(LOOPS),--loops "$(LOOPS)") $(if $(OPS),--ops $(OPS)) \
 		$(if $(NO_BUILD),--no-build)
 
-# base's sync hole put back in a mutant kernel (base + synchole/: the window
-# widened by a knob, the inodes it opened it on listed): does syncrace lose a
-# file inside a window on its inode, and does base as it is lose nothing? Two
-# debug boots at 4 vCPUs, never timed, never part of make test or a compare
-# (issue 28).
+# base's sync hole put back in a mutant kernel (base + synchole/0001-0002: the
+# window widened by a knob, the inodes it opened it on listed) and base as it
+# is widened as much (base + synchole/0001, the control): does the widened
+# mutant lose a file inside a window on its inode, and the control none (held
+# open on dirty inodes when widened)? Two debug boots at 4 vCPUs, never timed,
+# never part of make test or a compare (issues 28, 39).
 synchole-check: $(DEPS_STAMP) check-workloads
 	$(PYTHON) -m harness.run.synchole $(if $(DELAYS),--delays "$(DELAYS)") \
 		$(if $(SECONDS),--seconds $(SECONDS)) $(if $(NO_BUILD),--no-build)

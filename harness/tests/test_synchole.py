@@ -3,6 +3,7 @@ and the verdict's arithmetic."""
 
 import pytest
 
+from harness.kernels import series
 from harness.layout import REPO_ROOT, default_layout
 from harness.run import synchole
 
@@ -10,18 +11,25 @@ from harness.run import synchole
 DATA = REPO_ROOT / "harness" / "test_data" / "synchole"
 
 
-def test_the_mutant_is_base_plus_the_one_patch_that_reopens_the_window():
-    kernel = synchole.mutant_kernel(default_layout())
-    names = [p.path.name for p in kernel.patches]
-    assert names[-1] == synchole.PATCH.name and synchole.PATCH.is_file()
-    assert [p.series for p in kernel.patches[:-1]] == ["base"] * (len(names) - 1)
-    text = synchole.PATCH.read_text()
-    # The old window: I_WILL_FREE set on a live inode, i_lock dropped, the global lock
-    # taken; and the knob that widens it.
-    assert "inode->i_state |= I_WILL_FREE;" in text and "synchole_delay_us" in text
+def test_the_control_is_base_widened_and_the_mutant_the_control_plus_the_old_window():
+    layout = default_layout()
+    control, mutant = synchole.control_kernel(layout), synchole.mutant_kernel(layout)
+    base = [p.path.name for p in series.resolve(layout, "base").patches]
+    assert [p.path.name for p in control.patches] == base + [synchole.WIDENING.name]
+    assert [p.path.name for p in mutant.patches] == base + [synchole.WIDENING.name,
+                                                           synchole.HOLE.name]
+    widening, hole = synchole.WIDENING.read_text(), synchole.HOLE.read_text()
+    # The control holds base's drop path open under its locks (a spin, not a sleep)
+    # wherever the old window could open; the mutant puts the window back: I_WILL_FREE
+    # on a live inode, both locks let go, the same knob's delay as a sleep.
+    assert "synchole_delay_us" in widening and "udelay(" in widening
+    assert "op->drop_inode != generic_delete_inode" in widening
+    assert "inode->i_state |= I_WILL_FREE;" in hole and "fsleep(delay)" in hole
+    assert "synchole_delay_us" not in hole.split("\n---\n", 1)[1].replace(
+        "Signed-off-by", "")  # one knob, defined by the control's patch
 
 
-def test_the_mutant_workload_marks_and_reads_the_counter_around_syncrace():
+def test_both_kernels_mark_and_read_the_counter_around_syncrace():
     command = synchole.workload(2000, 30).command(procs=2, cpus=4, fs="ext4",
                                                   dev="/dev/vdb", prefix="/h/s01")
     knob, mark, before, zero, run, after, leave = [c.strip() for c in command.split(";")]
@@ -32,12 +40,6 @@ def test_the_mutant_workload_marks_and_reads_the_counter_around_syncrace():
     # syncrace's own verdict (exit 1 when a file was lost) is the step's, and the step's
     # shell (sh -e) still reads the counter after a failure.
     assert (zero, leave) == ("rc=0", "exit $rc") and run.endswith(" || rc=$?")
-
-
-def test_the_control_runs_syncrace_alone():
-    command = synchole.workload(None, 30).command(procs=2, cpus=4, fs="xfs",
-                                                  dev="/dev/vdc", prefix="/h/s03")
-    assert command.startswith("syncrace ") and "synchole" not in command
 
 
 def counts(windows, dirty, listed_from, inodes=()):
@@ -77,34 +79,57 @@ def test_a_step_without_its_counters_or_result_is_an_error_naming_it():
         synchole.read_step(counts(1, 0, 0), "", "s03.out", synchole.KERNEL, 0, "xfs", "lost")
 
 
-def row(delay, lost, windows, in_windows=0):
-    kernel = synchole.CONTROL if delay is None else synchole.KERNEL
+def row(kernel, delay, lost, windows, in_windows=0, dirty=None):
     inodes = tuple((i, 1) for i in range(lost))
     return synchole.HoleRow(kernel, delay, "ext4", "ok", (), 640, lost, 10, inodes,
-                            windows, windows, frozenset(inodes[:in_windows]))
+                            windows, windows if dirty is None else dirty,
+                            frozenset(inodes[:in_windows]))
 
 
-def test_the_check_passes_only_on_a_loss_inside_a_window_and_none_on_base():
-    caught = synchole.verdict([row(0, 0, 12), row(2000, 4, 30, 3), row(None, 0, None)])
-    assert caught.passed and (caught.windows, caught.lost, caught.in_windows) == (42, 4, 3)
-    assert caught.sentence() == ("syncrace caught the re-opened hole: 4 files lost on the "
-                                 "mutant, 3 of them inside a window it opened on that very "
-                                 "inode; base lost 0 of 640 files")
+MUTANT, CONTROL = synchole.KERNEL, synchole.CONTROL
+
+
+def test_the_check_passes_only_on_a_widened_loss_inside_a_window_and_none_on_widened_base():
+    caught = synchole.verdict([row(MUTANT, 0, 0, 12), row(MUTANT, 2000, 4, 30, 3),
+                               row(CONTROL, 0, 0, 40), row(CONTROL, 2000, 0, 35, dirty=9)])
+    assert caught.passed and (caught.windows, caught.lost, caught.in_windows) == (30, 4, 3)
+    assert caught.sentence() == (
+        "syncrace caught the re-opened hole: 4 files lost on the widened mutant, 3 of them "
+        "inside a window it opened on that very inode; base, widened as much (9 drops of "
+        "dirty inodes held open), lost 0 of 1,280 files")
     # Losses the windows do not explain decide nothing.
-    elsewhere = synchole.verdict([row(2000, 2, 30, 0), row(None, 0, None)])
+    elsewhere = synchole.verdict([row(MUTANT, 2000, 2, 30, 0), row(CONTROL, 2000, 0, 35)])
     assert not elsewhere.passed and "none inside a window on its inode" in \
         elsewhere.sentence()
-    both = synchole.verdict([row(2000, 4, 30, 4), row(None, 1, None)])
-    assert not both.passed and "base lost 1 of 640 files" in both.sentence()
+    # A loss on base, widened or not, fails the check.
+    both = synchole.verdict([row(MUTANT, 2000, 4, 30, 4), row(CONTROL, 0, 1, 40),
+                             row(CONTROL, 2000, 0, 35)])
+    assert not both.passed and not both.inconclusive
+    assert "lost 1 of 1,280 files" in both.sentence()
+
+
+def test_the_mutant_counts_only_when_widened():
+    natural = synchole.verdict([row(MUTANT, 0, 3, 30, 3), row(MUTANT, 2000, 0, 30),
+                                row(CONTROL, 2000, 0, 35)])
+    assert not natural.caught and not natural.passed
+
+
+def test_a_control_never_widened_on_a_dirty_inode_or_never_booted_tested_nothing():
+    unwidened = synchole.verdict([row(MUTANT, 2000, 4, 30, 4), row(CONTROL, 0, 0, 40)])
+    assert not unwidened.passed and "the control tested nothing" in unwidened.sentence()
+    clean = synchole.verdict([row(MUTANT, 2000, 4, 30, 4), row(CONTROL, 2000, 0, 35, dirty=0)])
+    assert not clean.passed and "the control tested nothing" in clean.sentence()
+    alone = synchole.verdict([row(MUTANT, 2000, 4, 30, 4)])
+    assert not alone.passed and alone.sentence().endswith("no control boot")
 
 
 def test_a_mutant_that_never_opened_its_window_tested_nothing():
-    idle = synchole.verdict([row(2000, 0, 0), row(None, 0, None)])
+    idle = synchole.verdict([row(MUTANT, 2000, 0, 0), row(CONTROL, 2000, 0, 35)])
     assert not idle.passed and "nothing was tested" in idle.sentence()
 
 
 def test_steps_that_could_not_be_read_make_a_miss_inconclusive_not_a_failure():
-    missed = synchole.verdict([row(2000, 0, 30)], ["boot ended panic"])
+    missed = synchole.verdict([row(MUTANT, 2000, 0, 30)], ["boot ended panic"])
     assert missed.inconclusive and not missed.passed
     assert missed.sentence().endswith("no control boot; 1 step could not be read")
 
@@ -124,10 +149,15 @@ def test_captured_widened_step_ties_every_lost_file_to_a_window_on_it():
     assert len(numbers) < len(row.dirty_inodes)
 
 
-def test_captured_plain_mutant_and_control_lose_nothing():
+def test_captured_plain_mutant_loses_nothing():
     plain = synchole.read_step(captured("delay0-ext4.out"), "", "s01.out", synchole.KERNEL, 0,
                                "ext4", "lockdep")
     assert (plain.files, plain.lost, plain.windows, plain.dirty_windows) == (11392, 0, 997, 202)
-    control = synchole.read_step(captured("control-ext4.out"), "", "s01.out",
-                                 synchole.CONTROL, None, "ext4", "ok")
-    assert (control.files, control.lost, control.windows) == (11904, 0, None)
+
+
+def test_captured_widened_control_is_held_open_on_dirty_inodes_and_loses_nothing():
+    control = synchole.read_step(captured("control-delay2000-ext4.out"), "", "s03.out",
+                                 synchole.CONTROL, 2000, "ext4", "ok")
+    assert (control.files, control.lost, control.rounds) == (2624, 0, 41)
+    assert (control.windows, control.dirty_windows, control.listed_all) == (8469, 102, True)
+    assert control.in_windows == 0 and len(control.dirty_inodes) == 96
