@@ -135,7 +135,7 @@ class Deck:
                 "mainline 6.1" + (f" plus {plural(len(fixes), 'stable fix', 'stable fixes')} "
                                   "every kernel carries" if fixes else "")
                 + ": already the first design's lock order, the reference",
-            ], size=28 if "base" in counts else 32),
+            ], size=26 if "base" in counts else 28),
             Text(f"This run: {plural(len(document.boots_of(m)), 'boot')} under "
                  f"{m['accel'].upper()} on a {m['host']['cpus']}-core host. "
                  + self.pairs_text(), size=SMALL_PX, colour="#444444"),
