@@ -16,7 +16,7 @@ import pytest
 from harness import lockorder
 from harness.boot import channel, qemu, runner
 from harness.guest import initramfs, plan, workloads
-from harness.kernels import kbuild
+from harness.kernels import kbuild, series
 from harness.run import compare, matrix, records, tidy
 from harness.layout import REPO_ROOT, default_layout
 from harness.tests import shipped
@@ -121,7 +121,10 @@ def test_compare_writes_a_run_and_resumes_without_redoing_cells(built, tmp_path)
     assert conformance["mainline"]["edges"], "lockdep saw no icache edges"
     assert conformance["mainline"]["violations"] == []
     manifest = json.loads((tmp_path / "run1" / "manifest.json").read_text())
-    assert manifest["kernels"]["mainline"]["patches"] == []
+    # mainline is stock 6.1 plus the stable fixes every kernel carries, and nothing else
+    assert [(p["series"], p["file"]) for p in manifest["kernels"]["mainline"]["patches"]] \
+        == [(p.series, p.path.name) for p in series.resolve(layout, "mainline").patches]
+    assert {p["series"] for p in manifest["kernels"]["mainline"]["patches"]} == {"stable"}
     assert manifest["differences"] == {"create-unlink": create.differences[0][1]}
     assert manifest["differences_not_measured"] == walks
     # The time of each stage, and the estimate printed before the first build.

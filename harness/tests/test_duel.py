@@ -494,7 +494,7 @@ def test_an_exact_count_the_debug_boots_do_not_repeat_is_decided_by_the_boots():
     2026-12-07, issue 38). A second debug boot of each kernel: the reference's rows, and
     piggin's scaled to the rerun's count. Where a kernel's boots disagree the count is
     not exact; where every boot repeats (every other kernel here) it stays exact."""
-    reference = Path(__file__).resolve().parents[2] / "results" / "reference"
+    reference = Path(__file__).resolve().parent.parent / "test_data" / "reference-20261206-094619"
     crowded = evidence.Case("igetstorm-crowded", "tmpfs", "open-by-handle")
     rows = [r for r in tidy.read(tidy.table_in(reference)) if r.flavour == "debug"
             and r.cpus == 1 and evidence._in_case(r, crowded)]
@@ -521,7 +521,7 @@ def test_the_secondary_table_calls_a_count_exact_only_where_the_boots_repeat_it(
     """The same rows as the duel's test above, against mainline: piggin's i_lock count
     of igetstorm-crowded on tmpfs, one boot each, is exact; with a second boot that
     does not repeat it, it is decided by the boots (interval or rank), never 'exact'."""
-    reference = Path(__file__).resolve().parents[2] / "results" / "reference"
+    reference = Path(__file__).resolve().parent.parent / "test_data" / "reference-20261206-094619"
     crowded = evidence.Case("igetstorm-crowded", "tmpfs", "open-by-handle")
     rows = [r for r in tidy.read(tidy.table_in(reference)) if r.flavour == "debug"
             and r.cpus == 1 and r.lock == "i_lock" and evidence._in_case(r, crowded)
@@ -543,7 +543,7 @@ def test_a_workload_that_fixes_its_workers_is_read_at_its_own_count():
     at 2 vCPUs, and no step with as many workers as vCPUs. The reference's 4-vCPU
     hotinode count boots (four workers), read as such a step at 2 vCPUs: its retries,
     locks and contention are the case's, not dropped for want of a 2-worker step."""
-    reference = Path(__file__).resolve().parents[2] / "results" / "reference"
+    reference = Path(__file__).resolve().parent.parent / "test_data" / "reference-20261206-094619"
     handle = evidence.Case("hotinode", "ext4", "handle")
     rows = [dataclasses.replace(r, cpus=2, mode="tcg") for r in
             tidy.read(tidy.table_in(reference)) if r.flavour == "debug" and r.cpus == 4

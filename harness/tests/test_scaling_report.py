@@ -95,7 +95,7 @@ def test_every_case_of_the_reference_passes_the_solver_checks():
     from pathlib import Path
 
     from harness.analysis import anchors, machines, predict, scaling_inputs
-    reference = Path(__file__).resolve().parents[2] / "results" / "reference"
+    reference = Path(__file__).resolve().parent.parent / "test_data" / "reference-20261206-094619"
     rows = tidy.read(tidy.table_in(reference))
     # With the hand-off factor the report fits, as with none.
     calibration = anchors.record(scaling_inputs.run_inputs(
@@ -118,7 +118,7 @@ def test_a_fall_the_hot_locks_hand_off_explains_is_a_prediction_not_a_defect():
     from pathlib import Path
 
     from harness.analysis import predict
-    reference = Path(__file__).resolve().parents[2] / "results" / "reference"
+    reference = Path(__file__).resolve().parent.parent / "test_data" / "reference-20261206-094619"
     (result,) = [r for r in predict.run_predictions(default_layout(), reference, 8)
                  if r.inputs.kernel == "piggin" and r.inputs.case.label ==
                  "anonstorm epoll on tmpfs"]
