@@ -39,7 +39,8 @@ from harness.kernels import bisect_check, compile_check, kbuild, series, source
 from harness.parsers import fio, kernel_reports, lockdep_graph, lockstat
 from harness.parsers import kcsan as kcsan_parser
 from harness.report import charts, document, reference, slides, svg_pages
-from harness.run import compare, faults, finish, kcsan, matrix, nodejob, slurm, soak, tidy
+from harness.run import (compare, faults, finish, kcsan, matrix, nodejob, records, slurm,
+                         soak, tidy)
 from harness.layout import default_layout, folder_list, slug
 
 DEFAULT_CPUS = min(2, os.cpu_count() or 1)  # of `boot` without --cs
@@ -358,6 +359,8 @@ def cmd_report(args) -> int:
     run_dir = Path(args.run_dir) if args.run_dir else layout.latest
     if not tidy.table_in(run_dir).exists():
         raise FileNotFoundError(f"{run_dir}: no tidy.tsv (not a run folder)")
+    if args.records:
+        records.refresh(layout, run_dir)
     md, page = document.write(layout, run_dir.resolve(), args.baseline)
     progress.say(f"report: {md} and {page}")
     return 0
@@ -607,6 +610,9 @@ def _add_report(sub) -> None:
     p = sub.add_parser("report", help="write report.md/report.html of a run folder")
     p.add_argument("run_dir", nargs="?", help="default: results/latest")
     p.add_argument("--baseline", help="default: mainline")
+    p.add_argument("--records", action="store_true",
+                   help="first collect the run's record (soak, faults, kcsan of its very "
+                        "images) again from the results folder")
     p.set_defaults(func=cmd_report)
 
 

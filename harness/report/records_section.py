@@ -15,7 +15,7 @@ from harness.run.soak import SOAK_FLAVOURS as FLAVOURS
 
 PREDATES = f"no soak record: this run was made before runs kept one ({RECORDS})"
 # What a run knows: the soaks under its results folder when it finished.
-WHERE = "results/soak, at the run's end"
+WHERE = "results/soak, at the run's end or at report --records"
 
 
 def flavours_of(manifest: dict) -> list[str]:

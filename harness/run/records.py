@@ -265,8 +265,21 @@ def collect(layout: Layout, images: dict[str, ImageIdentity]) -> Collected:
 def write(layout: Layout, run_dir: Path, images: dict[tuple[str, str], KernelImage]) -> None:
     """records.json in the run folder. Call it after the run's own files: a summary
     that cannot be read is named (here and in the file), never fatal."""
-    collected = collect(layout, {f"{k}/{f}": identity(image)
-                                 for (k, f), image in sorted(images.items())})
+    _write(layout, run_dir, {f"{k}/{f}": identity(image)
+                             for (k, f), image in sorted(images.items())})
+
+
+def refresh(layout: Layout, run_dir: Path) -> None:
+    """records.json collected again for the run's own images: soaks, faults and kcsan
+    cells measured since the run ended count for it as they would have then."""
+    found = load(run_dir)
+    if found is None:
+        raise SummaryError(run_dir / RECORDS, "the run keeps no record of its images")
+    _write(layout, run_dir, found.images)
+
+
+def _write(layout: Layout, run_dir: Path, images: dict[str, ImageIdentity]) -> None:
+    collected = collect(layout, images)
     for problem in collected.unreadable:
         progress.say(f"records: passed over {layout.results}/{problem}")
     counted = sum(1 for s in collected.soaks if s in collected.ours(s.kernel, s.flavour))

@@ -116,7 +116,7 @@ def test_the_record_row_of_a_soaked_image_gives_boots_hours_and_reports(layout):
         "1 boot, 0.02 workload-hours, 0 kernel reports (soak 20261206-090333 (2026-12-06, "
         "unfinished); image d4a094542ede0508, patch digest e3b0c44298fc1c14)",
         f"no soak run on this run's image 62fd62ed7848af14, patch digest "
-        f"{chinner.patches_digest} (results/soak, at the run's end)"]
+        f"{chinner.patches_digest} (results/soak, at the run's end or at report --records)"]
     # A slide's table does not wrap: one row for every flavour, boots, hours and reports.
     assert records_section.deck_row(collected, ["mainline", "chinner"], ["debug", "sanitize"]) \
         == ["soak: random mixes", "1 boot, 0.02 h, 0 reports", "none of these images"]
@@ -153,7 +153,7 @@ def test_the_record_row_names_soaks_of_other_images(layout):
     collected = records.collect(soaks_of(layout, SOAK, BEFORE), {"mainline/debug": rebuilt})
     assert records_section.cell(collected, "mainline", "debug") == (
         "no soak run on this run's image 0123456789abcdef, patch digest e3b0c44298fc1c14 "
-        "(results/soak, at the run's end); not counted: soak 20261206-090333 (image d4a094542ede0508), "
+        "(results/soak, at the run's end or at report --records); not counted: soak 20261206-090333 (image d4a094542ede0508), "
         "soak 20261206-090333-before-images (image not recorded)")
     named = [records_section.other_text(o, rebuilt) for o in collected.others("mainline", "debug")]
     assert named == [
@@ -202,3 +202,21 @@ def test_the_report_has_a_section_on_the_soaks_of_the_runs_images(layout):
     assert ("mainline/debug: soak 20261206-090333-before-images (1 boot) did not record "
             "its image") in section
     assert "not recorded with this run" not in text
+
+
+def test_a_run_s_record_is_collected_again_for_its_own_images(tmp_path):
+    """report --records: a soak summary written after the run ended counts for the run's
+    very images as it would have at its end; a run folder without records.json is an
+    error that names the file."""
+    layout = default_layout()
+    layout = dataclasses.replace(layout, results=tmp_path / "results")
+    run = tmp_path / "run"
+    run.mkdir()
+    with pytest.raises(records.SummaryError, match="records.json: the run keeps no record"):
+        records.refresh(layout, run)
+    image = records.ImageIdentity("c69d8c47dcbc029c", "528e5f9b59a4", 1, "f5da39c3c4916b5c")
+    (run / records.RECORDS).write_text(json.dumps(dataclasses.asdict(records.Collected(
+        {"mainline/debug": image}, [], [], 0, [])), indent=1))
+    records.refresh(layout, run)
+    again = records.load(run)
+    assert again.images == {"mainline/debug": image} and again.read == 0
