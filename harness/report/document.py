@@ -62,8 +62,8 @@ def resumes_phrase(m: dict) -> str:
 
 def _started(directory: str) -> str:
     """'boots/20261204-135533-mainline-...' -> '2026-12-04 13:55' (the run that booted it)."""
-    stamp = "-".join(directory.split("/")[-1].split("-")[:2])
-    if not re.fullmatch(r"\d{8}-\d{6}", stamp):
+    stamp = duel_section.batch_stamp(directory)
+    if not stamp:
         return "an unrecorded time"
     return f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]} {stamp[9:11]}:{stamp[11:13]}"
 

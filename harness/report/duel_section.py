@@ -722,14 +722,22 @@ class Session:
 SESSION_GAP_S = 1800  # batches further apart than this are sessions of their own
 
 
+def batch_stamp(directory: str) -> str | None:
+    """'boots/20261207-193407b-chinner-...' -> '20261207-193407': when compare planned the
+    boot's batch (a b after it keeps apart batches planned in one second)."""
+    match = re.match(r"(\d{8}-\d{6})b*-", directory.split("/")[-1])
+    return match.group(1) if match else None
+
+
 def timed_sessions(directories: list[str], kernels: tuple[str, ...]) -> list[Session]:
     """The sessions of the kernels' timed (perf, tcg) boots, from their folder names
     (boots/STAMP-KERNEL-perf-tcg-cN-rK, STAMP as compare planned the batch)."""
     stamps = []
     for d in directories:
-        match = re.fullmatch(r"(\d{8}-\d{6})b*-(.+)-perf-tcg-c\d+-r\d+", d.split("/")[-1])
-        if match and match.group(2) in {slug(k) for k in kernels}:
-            stamps.append(match.group(1))
+        stamp = batch_stamp(d)
+        match = re.fullmatch(r"\d{8}-\d{6}b*-(.+)-perf-tcg-c\d+-r\d+", d.split("/")[-1])
+        if stamp and match and match.group(1) in {slug(k) for k in kernels}:
+            stamps.append(stamp)
     out: list[Session] = []
     for stamp in sorted(stamps):
         at = time.mktime(time.strptime(stamp, "%Y%m%d-%H%M%S"))
