@@ -187,7 +187,8 @@ def verdict_table(rows: list[tidy.Row], verdicts: list[evidence.Verdict],
 
 
 class ReportBuilder:
-    def __init__(self, layout: Layout, run_dir: Path, baseline: str | None) -> None:
+    def __init__(self, layout: Layout, run_dir: Path, baseline: str | None,
+                 charts_dir: Path | None = None) -> None:
         self.layout = layout
         self.run_dir = run_dir
         self.rows = tidy.read(tidy.table_in(run_dir))
@@ -199,7 +200,9 @@ class ReportBuilder:
         self.baseline = baseline if baseline in self.kernels else (
             "mainline" if "mainline" in self.kernels else (self.kernels or ["?"])[0])
         self.requested_baseline = baseline
-        self.charts_dir = run_dir / "charts"
+        # The deck passes a folder of its own, so a report and a deck of one run can be
+        # written at once without drawing into each other's charts.
+        self.charts_dir = charts_dir or run_dir / "charts"
         # Everything in charts/ is this report's: a chart an earlier report drew and this
         # one does not (a renamed or dropped chart) must not stay beside it.
         shutil.rmtree(self.charts_dir, ignore_errors=True)

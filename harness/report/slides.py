@@ -66,13 +66,14 @@ class DeckError(Exception):
 
 class Deck:
     def __init__(self, layout: Layout, run_dir: Path, baseline: str | None) -> None:
-        self.report = document.ReportBuilder(layout, run_dir, baseline)
-        self.blocks = self.report.build()  # the report's own sections
-        self.report_text = document.render_markdown(self.blocks, run_dir)
         self.run_dir = run_dir
         self.folder = run_dir / "slides"
         shutil.rmtree(self.folder, ignore_errors=True)
         self.folder.mkdir()
+        self.report = document.ReportBuilder(layout, run_dir, baseline,
+                                             charts_dir=self.folder / "report-charts")
+        self.blocks = self.report.build()  # the report's own sections
+        self.report_text = document.render_markdown(self.blocks, run_dir)
         self.ctx = self.report.duel_context()
         self.footer = (f"inode-duel · run {run_dir.name} · {self.report.manifest['created'][:10]}"
                        f" · {FIRST} against {SECOND}")

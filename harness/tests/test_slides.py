@@ -279,3 +279,15 @@ def test_the_timed_slide_is_a_dot_per_boot_of_the_largest_difference(run):
     # Every kernel's boots of each count's cell: two each, over chinner's geometric mean.
     assert [len([line for line in block.splitlines() if not line.startswith("#")])
             for block in dots] == [4, 4, 4, 4]
+
+
+def test_a_deck_leaves_the_reports_charts_alone(run):
+    """`make slides` while a report of the same run is open (or being written): the
+    deck's own report draws into slides/, never into the report's charts/."""
+    layout, folder = run
+    document.write(layout, folder, "mainline")
+    before = {p.name: p.stat().st_mtime_ns for p in (folder / "charts").iterdir()}
+    assert before, "the report drew no chart"
+    slides.write(layout, folder, "mainline")
+    after = {p.name: p.stat().st_mtime_ns for p in (folder / "charts").iterdir()}
+    assert after == before
