@@ -3,7 +3,7 @@
 #   make compare   [KERNELS="mainline base ..."] [CPUS="1 2"] [REPEAT=3] [WORKLOADS=default|all|names|default,NAME]
 #   make duel                           the reference's matrix: compare with DUEL=1 (both pairs)
 #   make kernels   [KERNELS=...]        build (or find cached) perf and debug images
-#   make soak DURATION=1h               random mixes on the debug and sanitize kernels
+#   make soak DURATION=1h               random mixes on the debug, sanitize and kcsan kernels
 #   make faults [DURATION=2h]           fault injection in the inode cache, mainline the control
 #   make kcsan [BUDGET=18m]             data races (KCSAN) on every kernel, mainline the control
 #   make bisect-check SERIES=NAME       every patch of a series builds, boots, passes checkpatch
@@ -101,7 +101,7 @@ compare: $(DEPS_STAMP) check-workloads
 duel: $(DEPS_STAMP) check-workloads
 	$(strip $(HARNESS) compare --duel $(COMPARE_KNOBS))
 
-# Random workload mixes on the debug and sanitize kernels until DURATION is up.
+# Random workload mixes on the debug, sanitize and kcsan kernels until DURATION is up.
 soak: $(DEPS_STAMP) check-workloads
 	$(strip $(HARNESS) soak --duration $(or $(DURATION),$(error DURATION=45m|2h|... is required)) $(SOAK_KNOBS))
 

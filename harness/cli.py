@@ -5,7 +5,7 @@
     boot KERNEL [--flavours F...] [--cpus N...] ...   boots of one kernel, workloads of your choice
     compare [--kernels ...] [--cpus ...] ...          the measurement matrix, then its report
             [--executor slurm --slurm-partition P]    ... with every boot a Slurm job
-    soak --duration 2h [--kernels ...] ...            random mixes on debug/sanitize kernels
+    soak --duration 2h [--kernels ...] ...            random mixes on debug/sanitize/kcsan kernels
     faults [--duration 2h] [--kernels ...] ...        fault injection, mainline the control
     kcsan [--budget 18m] [--kernels ...] ...          data races on the kcsan kernels, mainline the control
     report [RUN_DIR] [--baseline K]                   report.md and report.html of a run
@@ -566,7 +566,7 @@ def _add_compare(sub) -> None:
 
 
 def _add_soak(sub) -> None:
-    p = sub.add_parser("soak", help="random workload mixes on debug and sanitize kernels")
+    p = sub.add_parser("soak", help="random workload mixes on debug, sanitize and kcsan kernels")
     p.add_argument("--kernels", nargs="*", default=[])
     p.add_argument("--duration", required=True, help="e.g. 45m, 2h")
     p.add_argument("--flavours", nargs="*", default=[],

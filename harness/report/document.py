@@ -267,9 +267,8 @@ class ReportBuilder:
                  *[record_table.kcsan_cell(self.records, d, deck) for d in designs]],
                 ["faults: injected failures (make faults)",
                  *[record_table.faults_cell(self.records, d, deck) for d in designs]]]
-        flavours = records_section.flavours_of(self.manifest)
-        out += ([records_section.deck_row(self.records, designs, flavours)] if deck else
-                records_section.record_rows(self.records, designs, flavours))
+        out += ([records_section.deck_row(self.records, designs)] if deck else
+                records_section.record_rows(self.records, designs))
         costs = {c.name: c for c in code_cost.costs(self.layout, self.run_dir, self.manifest,
                                                     self.conformance)}
         if all(d in costs for d in designs):
@@ -363,8 +362,7 @@ class ReportBuilder:
                 b.append(Heading(1, f"On {self.machine_label(machine)}"))
                 self.for_machine(machine).measurement_sections()
         b += record_table.section(self.records, self.rows, self.kernels, self.boots_by_kernel())
-        b += records_section.section(self.records, self.kernels,
-                                     records_section.flavours_of(m))
+        b += records_section.section(self.records, self.kernels)
         self.environment_section()
         self.caveats_section()
         return b

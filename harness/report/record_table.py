@@ -25,6 +25,7 @@ from collections import Counter
 from harness.report.blocks import Block, Heading, Para, Table, plural
 from harness.run.faults_summary import FINDING
 from harness.run.kcsan_summary import SERIES as SERIES_CLASS
+from harness.report.records_section import races_text
 from harness.run.records import Collected, CheckTally
 from harness.run.soak import SOAK_FLAVOURS
 from harness.run.tidy import Row
@@ -135,14 +136,18 @@ def soak_cell(collected: Collected | None, kernel: str, short: bool) -> str:
     if not soaks:
         return NOT_RUN if short else "no soak of these images"
     hours = sum(s.tally.workload_s for s in soaks) / 3600
-    reports = sum(s.tally.report_count for s in soaks)
+    # KCSAN's reports are data races, classified apart from the kernel reports.
+    races = sum(sum(s.tally.races.values()) for s in soaks)
+    reports = sum(s.tally.report_count for s in soaks) - races
     if short:
-        return f"{hours:.2f} h, {plural(reports, 'report')}"
+        return (f"{hours:.2f} h, {plural(reports, 'report')}"
+                + (f", {plural(races, 'race')}" if races else ""))
     flavours = ", ".join(f"{f} {sum(s.tally.workload_s for s in soaks if s.flavour == f) / 3600:.2f}"
                          for f in SOAK_FLAVOURS if any(s.flavour == f for s in soaks))
+    classified = races_text(collected, soaks)
     return (f"{hours:.2f} workload-hours ({flavours}) in "
             f"{plural(sum(s.tally.boots for s in soaks), 'boot')}, "
-            f"{plural(reports, 'kernel report')}")
+            f"{plural(reports, 'kernel report')}" + (f"; {classified}" if classified else ""))
 
 
 def rows(collected: Collected | None, tidy_rows: list[Row], kernels: list[str],

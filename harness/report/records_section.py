@@ -1,12 +1,18 @@
 """The soaks of a run's own images: a row per flavour in the duel's record, and a section.
 
 Read from the run folder's records.json (run/records.py wrote it when the run
-finished), never from the soak folders: a soak counts only if it booted the
-very image the run booted; a soak of another image is named with that image,
-and when no soak booted the run's image the report says so.
+finished), never from the soak folders: a soak of a flavour the run booted
+counts only if it booted the very image the run booted, one of a flavour the
+run did not boot (a duel boots no sanitize or kcsan image) if its image has
+the kernel's very patches; a soak of another image is named with that
+image, and when no soak booted the run's image the report says so. KCSAN's
+reports in a soak are data races: each is classified as make kcsan
+classified that race, or said to be one make kcsan has not seen.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from harness.kernels.kbuild import ImageIdentity
 from harness.report.blocks import Block, Bullets, Heading, Para, Table, plural
@@ -18,10 +24,16 @@ PREDATES = f"no soak record: this run was made before runs kept one ({RECORDS})"
 WHERE = "results/soak, at the run's end or at report --records"
 
 
-def flavours_of(manifest: dict) -> list[str]:
-    """The soak flavours whose images the run booted."""
-    booted = {f for k in manifest["kernels"].values() for f in k["images"]}
-    return [f for f in FLAVOURS if f in booted]
+def races_text(collected: Collected, soaks: list[Soak]) -> str:
+    """'KCSAN: 5 data-race reports, 3 distinct: 2 6.1's, 1 not seen by make kcsan'."""
+    titles = _sum([s.tally.races for s in soaks])
+    if not titles:
+        return ""
+    klass = {r.title: r.klass for r in collected.races}
+    classes = Counter(klass.get(t, "not seen by make kcsan") for t in titles)
+    return (f"KCSAN: {plural(sum(titles.values()), 'data-race report')}, "
+            f"{len(titles)} distinct: "
+            + ", ".join(f"{n} {c}" for c, n in sorted(classes.items())))
 
 
 def image_text(image: ImageIdentity) -> str:
@@ -100,9 +112,12 @@ def cell(collected: Collected | None, kernel: str, flavour: str) -> str:
     if collected is None:
         return PREDATES
     image = collected.image(kernel, flavour)
-    if image is None:
-        return f"this run booted no {flavour} image of {kernel}"
     ours = collected.ours(kernel, flavour)
+    if image is None:
+        named = f"a {flavour} image of its very patches (digest {collected.patches_digest(kernel)})"
+        races = races_text(collected, ours)
+        return (f"{found_short(ours)} ({soaks_named(ours)}; {named})"
+                + (f"; {races}" if races else "") if ours else f"no soak of {named}")
     named = f"image {image.key}, patch digest {image.patches_digest}"
     if ours:
         return f"{found_short(ours)} ({soaks_named(ours)}; {named})"
@@ -115,72 +130,66 @@ def report_count(collected: Collected | None, kernels: tuple[str, ...]) -> int:
     """The kernel reports the soaks of these kernels' very images found (the deck)."""
     if collected is None:
         return 0
-    return sum(s.tally.report_count for k in kernels for f in FLAVOURS
-               for s in collected.ours(k, f))
+    return sum(s.tally.report_count - sum(s.tally.races.values()) for k in kernels
+               for f in FLAVOURS for s in collected.ours(k, f))
 
 
-def deck_cell(collected: Collected | None, kernel: str, flavours: list[str]) -> str:
+def deck_cell(collected: Collected | None, kernel: str) -> str:
     """The cell on a slide, every soak flavour in one: what the soaks of the run's
     images found, or that none was run on them."""
     if collected is None:
         return "no record kept"
-    booted = [f for f in flavours if collected.image(kernel, f) is not None]
-    if not booted:
-        return "no debug/sanitize image"
-    ours = [s for f in booted for s in collected.ours(kernel, f)]
+    ours = [s for f in FLAVOURS for s in collected.ours(kernel, f)]
     if not ours:
         return "none of these images"
+    races = sum(sum(s.tally.races.values()) for s in ours)
     # A slide's table does not wrap its cells: boots, hours and reports only.
     return (f"{plural(sum(s.tally.boots for s in ours), 'boot')}, "
             f"{sum(s.tally.workload_s for s in ours) / 3600:.2f} h, "
-            f"{plural(sum(s.tally.report_count for s in ours), 'report')}")
+            f"{plural(sum(s.tally.report_count for s in ours) - races, 'report')}"
+            + (f", {plural(races, 'race')}" if races else ""))
 
 
 def label(flavour: str) -> str:
     return f"soak of the {flavour} images: random mixes"
 
 
-def record_rows(collected: Collected | None, designs: list[str],
-                flavours: list[str]) -> list[list[str]]:
-    """The duel's record rows: one per soak flavour the run booted."""
-    if not flavours:
-        return [["soak: random mixes", *["this run booted no debug or sanitize image"
-                                         for _ in designs]]]
-    return [[label(f), *[cell(collected, d, f) for d in designs]] for f in flavours]
+def record_rows(collected: Collected | None, designs: list[str]) -> list[list[str]]:
+    """The duel's record rows: one per soak flavour."""
+    return [[label(f), *[cell(collected, d, f) for d in designs]] for f in FLAVOURS]
 
 
-def deck_row(collected: Collected | None, designs: list[str], flavours: list[str]) -> list[str]:
+def deck_row(collected: Collected | None, designs: list[str]) -> list[str]:
     """The record rows of a slide: one for the soaks of every flavour."""
-    return ["soak: random mixes", *[deck_cell(collected, d, flavours) for d in designs]]
+    return ["soak: random mixes", *[deck_cell(collected, d) for d in designs]]
 
 
-def counted_rows(collected: Collected, kernels: list[str], flavours: list[str]) -> list[list[str]]:
-    return [[s.kernel, s.flavour, image_text(s.image), soaks_named([s]), tally_text([s])]
-            for k in kernels for f in flavours for s in collected.ours(k, f)]
+def counted_rows(collected: Collected, kernels: list[str]) -> list[list[str]]:
+    return [[s.kernel, s.flavour, image_text(s.image), soaks_named([s]),
+             "; ".join(t for t in (tally_text([s]), races_text(collected, [s])) if t)]
+            for k in kernels for f in FLAVOURS for s in collected.ours(k, f)]
 
 
-def section(collected: Collected | None, kernels: list[str],
-            flavours: list[str]) -> list[Block]:
+def section(collected: Collected | None, kernels: list[str]) -> list[Block]:
     """Every kernel's soaks of this run's images, each soak on its own row; then the
     soaks of other images, named; then the summaries that could not be read."""
     out: list[Block] = [Heading(2, "Soaks of this run's images")]
-    if not flavours:
-        return out + [Para("This run booted no debug or sanitize image, the images a soak "
-                           "boots.")]
     if collected is None:
         return out + [Para(f"{PREDATES[0].upper()}{PREDATES[1:]}.")]
     out.append(Para(
-        "`make soak` boots random mixes of every workload until its time is up. A soak "
-        "counts here only if it booted the very image this run booted (the same image key: "
-        "source, patches, configuration, compiler). The run read "
+        "`make soak` boots random mixes of every workload until its time is up. A soak of "
+        "a flavour this run booted counts here only if it booted the very image this run "
+        "booted (the same image key: source, patches, configuration, compiler); one of a "
+        f"flavour it did not boot ({', '.join(FLAVOURS)}) if its image was built from the "
+        "kernel's very patches (the same digest). KCSAN's reports are data races, each "
+        "classified as make kcsan classified it. The run read "
         f"{plural(collected.read, 'soak summary', 'soak summaries')} under results/soak "
         "when it finished."))
-    rows = counted_rows(collected, kernels, flavours)
+    rows = counted_rows(collected, kernels)
     out.append(Table(["kernel", "flavour", "image", "soak", "what it found"], rows) if rows
-               else Para(f"No soak run on this run's {' or '.join(flavours)} images "
-                         f"({WHERE})."))
+               else Para(f"No soak run on this run's kernels ({WHERE})."))
     others = [f"{k}/{f}: {other_text(o, image)}"
-              for k in kernels for f in flavours
+              for k in kernels for f in FLAVOURS
               if (image := collected.image(k, f)) is not None
               for o in collected.others(k, f)]
     if others:

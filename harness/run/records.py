@@ -5,13 +5,15 @@ keep folders of their own (layout.soaks, layout.faults, layout.kcsan). So
 when a compare run finishes, `write` reads every summary under the results
 folder and keeps, in records.json, the run's images, what each soak did on
 a kernel and flavour the run booted, and what make faults and make kcsan
-measured on each kernel. A soak counts for the run only if it booted the
-very image the run booted (the same key: patches, configuration, compiler);
-one of another image is kept to be named, with that image, and so is one
-whose summary was written before soaks named their images (its image is
-unknown, so it never counts). Faults and kcsan images are flavours of their
-own, never the run's: their cells count for a kernel when their image was
-built from the same patches (the same digest of the kernel's own patches).
+measured on each kernel. A soak of a flavour the run booted counts for the
+run only if it booted the very image the run booted (the same key: patches,
+configuration, compiler); one of another image is kept to be named, with
+that image, and so is one whose summary was written before soaks named
+their images (its image is unknown, so it never counts). Faults and kcsan
+images, and the checking flavours a run does not boot (a duel boots no
+sanitize or kcsan image), are never the run's: their cells and soaks count
+for a kernel when their image was built from the same patches (the same
+digest of the kernel's own patches).
 A summary that cannot be read is named in records.json and passed over:
 the run's measurements are written before, and never depend on it.
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 from harness import progress
 from harness.kernels.kbuild import ImageIdentity, KernelImage, identity
 from harness.layout import Layout
+from harness.parsers.kernel_reports import DATA_RACE
 
 RECORDS = "records.json"
 
@@ -49,6 +52,9 @@ class Tally:
     damaged_records: int
     reports: dict[str, int]  # kernel report kind -> count
     first: dict[str, str]  # kind -> "title (boot)" of the first of that kind
+    # KCSAN's reports by title, to be classified with make kcsan's races (records
+    # written before soaks booted kcsan images have none).
+    races: dict[str, int] = field(default_factory=dict)
 
     @property
     def report_count(self) -> int:
@@ -136,10 +142,13 @@ class Collected:
         return [c for c in self.checks if (c.kind, c.kernel) == (kind, kernel) and c not in mine]
 
     def ours(self, kernel: str, flavour: str) -> list[Soak]:
-        """The soaks of the very image the run booted as this kernel and flavour."""
+        """The soaks of the very image the run booted as this kernel and flavour, or,
+        of a flavour the run did not boot, of an image of the kernel's very patches."""
         image = self.image(kernel, flavour)
+        digest = self.patches_digest(kernel)
         return [s for s in self.soaks if (s.kernel, s.flavour) == (kernel, flavour)
-                and image is not None and s.image.key == image.key]
+                and (s.image.key == image.key if image is not None
+                     else digest is not None and s.image.patches_digest == digest)]
 
     def others(self, kernel: str, flavour: str) -> list[Soak | Unnamed]:
         """The soaks of this kernel and flavour on another image, or an unknown one."""
@@ -154,10 +163,16 @@ def _name(name: str) -> tuple[str, str]:
     return kernel, flavour
 
 
-def _tally(t: dict) -> Tally:
+def _tally(t: dict, races: Counter) -> Tally:
     return Tally(int(t["boots"]), float(t["step_seconds"]), dict(t["statuses"]),
                  {str(c): n for c, n in t["cpus"].items()}, int(t["damaged_records"]),
-                 dict(t["reports"]), dict(t["first"]))
+                 dict(t["reports"]), dict(t["first"]), dict(races))
+
+
+def _races(boots: list[dict], name: str) -> Counter:
+    """KCSAN's reports by title in the boots of one kernel and flavour."""
+    return Counter(r["title"] for b in boots if f"{b['kernel']}/{b['flavour']}" == name
+                   for r in b["reports"] if r["kind"] == DATA_RACE)
 
 
 def parse_summary(folder: str, data: dict) -> tuple[list[Soak], list[Unnamed]]:
@@ -168,7 +183,8 @@ def parse_summary(folder: str, data: dict) -> tuple[list[Soak], list[Unnamed]]:
                     for name, t in data["tallies"].items()]
     images = {name: ImageIdentity(**i) for name, i in data["images"].items()}
     return [Soak(folder, str(data["started"]), bool(data["finished"]), *_name(name),
-                 images[name], _tally(t)) for name, t in data["tallies"].items()], []
+                 images[name], _tally(t, _races(data["boots"], name)))
+            for name, t in data["tallies"].items()], []
 
 
 def read_summary(path: Path) -> tuple[list[Soak], list[Unnamed]]:
@@ -232,6 +248,7 @@ def collect(layout: Layout, images: dict[str, ImageIdentity]) -> Collected:
     """Every soak under layout.soaks of a kernel and flavour in `images`, and the
     faults and kcsan cells of its kernels."""
     paths = sorted(layout.soaks.glob("*/summary.json"))
+    kernels = {name.rsplit("/", 1)[0] for name in images}
     checks_paths = sorted(layout.faults.glob("*/summary.json")) + sorted(
         layout.kcsan.glob("summary.json"))
     soaks: list[Soak] = []
@@ -244,9 +261,10 @@ def collect(layout: Layout, images: dict[str, ImageIdentity]) -> Collected:
             # Named under the results folder: records.json is published with the run.
             unreadable.append(f"{path.relative_to(layout.results)}: {e.why}")
             continue
-        soaks += [s for s in named if f"{s.kernel}/{s.flavour}" in images]
+        # A flavour the run booted counts by image key, one it did not by patch digest
+        # (Collected.ours): every soak of the run's kernels is kept to be judged.
+        soaks += [s for s in named if s.kernel in kernels]
         unnamed += [u for u in unknown if f"{u.kernel}/{u.flavour}" in images]
-    kernels = {name.rsplit("/", 1)[0] for name in images}
     checks: list[CheckTally] = []
     races: list[RaceRecord] = []
     for path in checks_paths:

@@ -1,6 +1,6 @@
 """make soak: random mixes of every workload on the checking kernels until the time is up.
 
-Each boot draws a kernel, a checking flavour (debug, sanitize), a vCPU
+Each boot draws a kernel, a checking flavour (debug, sanitize, kcsan), a vCPU
 count and a shuffled mix of workload steps from a seeded random stream, so
 a soak can be replayed. Every boot is classified and kept under
 results/soak/<stamp>/boots/; the summary (summary.md and summary.json)
@@ -28,7 +28,7 @@ from harness.guest.workloads import Workload
 from harness.kernels import kbuild
 from harness.layout import Layout, slug
 
-SOAK_FLAVOURS = ("debug", "sanitize")
+SOAK_FLAVOURS = ("debug", "sanitize", "kcsan")
 SOAK_CPUS = (1, 2, 4)
 STEPS_PER_BOOT = (3, 8)  # a mix is this many workload steps, drawn at random
 

@@ -61,10 +61,52 @@ def test_a_soak_of_another_image_is_kept_to_be_named_not_counted(layout):
     assert other.image.key == "d4a094542ede0508"
 
 
-def test_soaks_of_kernels_or_flavours_the_run_did_not_boot_are_left_out(layout):
+def test_soaks_of_kernels_the_run_did_not_boot_are_left_out(layout):
     collected = records.collect(soaks_of(layout, SOAK, BEFORE),
                                 {k: v for k, v in IDENTITIES.items() if k != "mainline/debug"})
     assert (collected.soaks, collected.unnamed, collected.read) == ([], [], 2)
+
+
+def test_a_soak_of_a_flavour_the_run_did_not_boot_counts_by_its_patches(layout):
+    """A duel boots no sanitize or kcsan image: their soaks count when the image was
+    built from the kernel's very patches, as make kcsan's cells do."""
+    perf = dataclasses.replace(IDENTITIES["mainline/debug"], key="fedcba9876543210")
+    collected = records.collect(soaks_of(layout, SOAK), {"mainline/perf": perf})
+    assert [s.folder for s in collected.ours("mainline", "debug")] == [SOAK]
+    patched = dataclasses.replace(perf, patches=1, patches_digest="0000000000000001")
+    collected = records.collect(layout, {"mainline/perf": patched})
+    assert collected.ours("mainline", "debug") == []
+    assert records_section.cell(collected, "mainline", "debug") == (
+        "no soak of a debug image of its very patches (digest 0000000000000001)")
+
+
+def test_kcsan_races_in_a_soak_are_classified_as_make_kcsan_classified_them(tmp_path):
+    """A kcsan soak's data races are not kernel reports: each is counted apart, with
+    make kcsan's class for a race it saw, and said to be unseen otherwise."""
+    seen = "KCSAN: data-race in __hrtimer_run_queues / hrtimer_active"
+    unseen = "KCSAN: data-race in iput / evict"
+    tally = soak.Tally(boots=2, step_seconds=600.0, statuses=Counter(kcsan=2),
+                       cpus=Counter({2: 2}), reports=Counter({"data-race": 3}),
+                       first={"data-race": f"{seen} (0001-piggin-kcsan-c2)"})
+    boots = [{"boot": f"000{i}-piggin-kcsan-c2", "kernel": "piggin", "flavour": "kcsan",
+              "cpus": 2, "status": "kcsan", "steps": [], "damaged": [],
+              "reports": [{"kind": "data-race", "title": t} for t in titles]}
+             for i, titles in ((1, [seen, unseen]), (2, [seen]))]
+    out = tmp_path / "results" / "soak" / "20261207-230000"
+    out.mkdir(parents=True)
+    kcsan_image = dataclasses.replace(IDENTITIES["piggin/debug"], key="1111222233334444")
+    asked = soak.Plan(1, 600.0, "2026-12-07T23:00:00+0000", {"piggin/kcsan": kcsan_image})
+    soak.write_summary(out, asked, {("piggin", "kcsan"): tally}, boots, 600.0, finished=True)
+    layout = Layout(repo=tmp_path, build=tmp_path, ccache=tmp_path, results=tmp_path / "results")
+    collected = dataclasses.replace(
+        records.collect(layout, {"piggin/debug": IDENTITIES["piggin/debug"]}),
+        races=[records.RaceRecord(seen, "6.1's", "upstream", "mainline too", {"mainline": 1})])
+    (found,) = collected.ours("piggin", "kcsan")
+    assert found.tally.races == {seen: 2, unseen: 1}
+    assert records_section.races_text(collected, [found]) == (
+        "KCSAN: 3 data-race reports, 2 distinct: 1 6.1's, 1 not seen by make kcsan")
+    assert records_section.report_count(collected, ("piggin",)) == 0
+    assert records_section.deck_cell(collected, "piggin") == "2 boots, 0.17 h, 0 reports, 3 races"
 
 
 def test_a_damaged_summary_is_named_and_passed_over(layout):
@@ -109,7 +151,9 @@ def test_records_json_keeps_what_was_collected(layout, tmp_path):
 
 def test_the_record_row_of_a_soaked_image_gives_boots_hours_and_reports(layout):
     collected = records.collect(soaks_of(layout, SOAK, BEFORE), IDENTITIES)
-    (row,) = records_section.record_rows(collected, ["mainline", "chinner"], ["debug"])
+    row, sanitize, kcsan = records_section.record_rows(collected, ["mainline", "chinner"])
+    assert [sanitize[0], kcsan[0]] == ["soak of the sanitize images: random mixes",
+                                       "soak of the kcsan images: random mixes"]
     chinner = IDENTITIES["chinner/debug"]
     assert row == [
         "soak of the debug images: random mixes",
@@ -118,9 +162,9 @@ def test_the_record_row_of_a_soaked_image_gives_boots_hours_and_reports(layout):
         f"no soak run on this run's image 62fd62ed7848af14, patch digest "
         f"{chinner.patches_digest} (results/soak, at the run's end or at report --records)"]
     # A slide's table does not wrap: one row for every flavour, boots, hours and reports.
-    assert records_section.deck_row(collected, ["mainline", "chinner"], ["debug", "sanitize"]) \
+    assert records_section.deck_row(collected, ["mainline", "chinner"]) \
         == ["soak: random mixes", "1 boot, 0.02 h, 0 reports", "none of these images"]
-    assert records_section.deck_row(None, ["chinner"], ["debug"])[1] == "no record kept"
+    assert records_section.deck_row(None, ["chinner"])[1] == "no record kept"
 
 
 def test_reports_found_by_a_soak_reach_the_record_and_the_deck(tmp_path):
@@ -132,8 +176,13 @@ def test_reports_found_by_a_soak_reach_the_record_and_the_deck(tmp_path):
     out.mkdir(parents=True)
     asked = soak.Plan(1, 7200.0, "2026-12-07T08:00:00+0000",
                       {"piggin/debug": IDENTITIES["piggin/debug"]})
-    soak.write_summary(out, asked, {("piggin", "debug"): tally}, [{"boot": "x"}] * 2, 7200.0,
-                       finished=True)
+    boots = [{"boot": f"000{i}-piggin-debug-c{c}", "kernel": "piggin", "flavour": "debug",
+              "cpus": c, "status": status, "steps": [], "damaged": [], "reports": reports}
+             for i, c, status, reports in (
+                 (1, 1, "ok", []),
+                 (2, 4, "lockdep", [{"kind": "circular",
+                                     "title": "possible deadlock in iput"}]))]
+    soak.write_summary(out, asked, {("piggin", "debug"): tally}, boots, 7200.0, finished=True)
     layout = Layout(repo=tmp_path, build=tmp_path, ccache=tmp_path, results=tmp_path / "results")
     collected = records.collect(layout, IDENTITIES)
     assert records_section.cell(collected, "piggin", "debug").startswith(
@@ -169,13 +218,15 @@ def test_the_record_row_names_soaks_of_other_images(layout):
 
 def test_what_the_record_rows_say_when_there_is_nothing_to_count(layout):
     collected = records.collect(layout, IDENTITIES)
-    rows = records_section.record_rows(collected, ["chinner", "piggin"], ["debug", "sanitize"])
+    rows = records_section.record_rows(collected, ["chinner", "piggin"])
     assert [r[0] for r in rows] == ["soak of the debug images: random mixes",
-                                    "soak of the sanitize images: random mixes"]
+                                    "soak of the sanitize images: random mixes",
+                                    "soak of the kcsan images: random mixes"]
     assert rows[0][2].startswith("no soak run on this run's image 4b0b3931b2aa9ffb")
-    assert rows[1][1:] == ["this run booted no sanitize image of chinner",
-                           "this run booted no sanitize image of piggin"]
-    old = records_section.record_rows(None, ["chinner", "piggin"], ["debug"])
+    assert rows[1][1:] == [
+        f"no soak of a sanitize image of its very patches (digest "
+        f"{IDENTITIES[k + '/debug'].patches_digest})" for k in ("chinner", "piggin")]
+    old = records_section.record_rows(None, ["chinner", "piggin"])
     assert old[0][1] == old[0][2] == records_section.PREDATES
     for row in rows + old:
         assert not any("not recorded with this run" in c for c in row)

@@ -82,7 +82,10 @@ def test_summary_names_the_image_of_every_kernel_and_flavour(tmp_path):
     """What a compare run matches its own images against (run/records.py)."""
     tally = soak.Tally(boots=1, step_seconds=56.7, statuses=Counter(ok=1), cpus=Counter({2: 1}))
     soak.write_summary(tmp_path, plan(1, 600.0, "mainline", "piggin"),
-                       {("mainline", "debug"): tally}, [{"boot": "0001-mainline-debug-c2"}], 80.0)
+                       {("mainline", "debug"): tally},
+                       [{"boot": "0001-mainline-debug-c2", "kernel": "mainline", "flavour": "debug",
+                         "cpus": 2, "status": "ok", "steps": [], "reports": [], "damaged": []}],
+                       80.0)
     lines = (tmp_path / "summary.md").read_text().splitlines()
     # piggin's 14 patches of its own (captured meta.json) and mainline's none; the
     # digest of no patches is the sha256 of nothing.
