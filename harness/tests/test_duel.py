@@ -584,3 +584,19 @@ def test_shared_lock_contention_is_controlled_by_kernels_that_take_the_same_lock
     measured = [e for e in with_control if math.isfinite(e.control_p)]
     assert measured and all(e.control_p > 0.5 for e in measured)
     assert all(e.control[0] == 0 for e in with_control)
+
+
+def test_a_timed_lead_from_one_session_is_not_replicated(rows, entries):
+    """A whole session can run one kernel fast (README, "Noise between runs"): a lead
+    beyond chance that rests on timed claims stands only when two sessions timed it;
+    one resting on -icount alone needs no second session."""
+    found = duel_section.count_verdicts(context(rows, entries))
+    two = next(c for c in found if c.cpus == 2)
+    assert any(e.kind in duel_section.SESSION_BOUND for e in two.first)
+    decided = dataclasses.replace(two, decided=True)
+    assert dataclasses.replace(decided, sessions=1).text == \
+        "chinner ahead in one session only: not replicated"
+    assert dataclasses.replace(decided, sessions=1).short == "not replicated"
+    assert dataclasses.replace(decided, sessions=2).text == "chinner ahead"
+    icount = [dataclasses.replace(e, kind="icount") for e in two.first]
+    assert dataclasses.replace(decided, sessions=1, first=icount).text == "chinner ahead"
