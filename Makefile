@@ -8,6 +8,7 @@
 #   make kcsan [BUDGET=18m]             data races (KCSAN) on every kernel, mainline the control
 #   make bisect-check SERIES=NAME       every patch of a series builds, boots, passes checkpatch
 #   make synchole-check                 syncrace against base's old sync hole (a mutant) and base, widened alike
+#   make race-gate                      syncrace at 8 vCPUs, 600 s, every kernel, both spinlocks: 6.1's dcache race
 #   make slides    [RUN_DIR=...]        slides.pdf of a run (default: the latest)
 #   make test                           unit tests and the end-to-end boot test
 #   make clean                          remove build/ (kernel tree, objects, images)
@@ -74,7 +75,7 @@ WORKLOAD_PACKAGES := $(shell $(PYTHON) -m harness workload-packages $(WORKLOADS_
 ALL_PACKAGES = $(PACKAGES) $(WORKLOAD_PACKAGES)
 DEPS_STAMP = build/.deps-$(shell echo $(ALL_PACKAGES) | md5sum | cut -c1-8)
 
-.PHONY: compare duel soak faults kcsan report slides reference kernels bisect-check compile-check test test-extra unit-test clean deps check-workloads padlock-image padlock-sweep synchole-check
+.PHONY: compare duel soak faults kcsan report slides reference kernels bisect-check compile-check test test-extra unit-test clean deps check-workloads padlock-image padlock-sweep synchole-check race-gate
 
 # Only the knobs that were set, on one line: the echoed command is what ran.
 COMPARE_KNOBS = $(strip $(if $(KERNELS),--kernels $(KERNELS)) $(if $(CPUS),--cpus $(CPUS)) \
@@ -164,6 +165,12 @@ padlock-sweep: $(DEPS_STAMP)
 # mutant lose a file inside a window on its inode, and the control none (held
 # open on dirty inodes when widened)? Two debug boots at 4 vCPUs, never timed,
 # never part of make test or a compare (issues 28, 39).
+# 6.1's dcache race (series-stable/0001) under both spinlocks: syncrace, 8 vCPUs, 600 s.
+race-gate: $(DEPS_STAMP)
+	$(PYTHON) -m harness.run.racegate $(if $(KERNELS),--kernels $(KERNELS)) \
+		$(if $(LOCKS),--locks $(LOCKS)) $(if $(SECONDS),--seconds $(SECONDS)) \
+		$(if $(CPUS),--cpus $(CPUS)) $(if $(NO_BUILD),--no-build)
+
 synchole-check: $(DEPS_STAMP) check-workloads
 	$(PYTHON) -m harness.run.synchole $(if $(DELAYS),--delays "$(DELAYS)") \
 		$(if $(SECONDS),--seconds $(SECONDS)) $(if $(NO_BUILD),--no-build)

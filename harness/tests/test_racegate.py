@@ -1,0 +1,45 @@
+"""make race-gate, judged on captured boots: one clean, one with 6.1's dcache race."""
+
+from pathlib import Path
+
+from harness import lockorder
+from harness.boot import qemu, runner
+from harness.guest import plan
+from harness.layout import default_layout
+from harness.run import racegate
+
+DATA = Path(__file__).resolve().parent.parent / "test_data" / "racegate"
+
+
+def record_of(folder: str, kernel: str) -> runner.BootRecord:
+    (step,) = plan.make_steps([(racegate.workload(600), racegate.FS, 8)])
+    return runner.read_boot(DATA / folder, [step],
+                            lockorder.for_kernel(default_layout(), kernel))
+
+
+def test_a_clean_boot_passes_with_its_figures():
+    row = racegate.read_row(record_of("chinner-virt_spin_lock", "chinner"), "chinner",
+                            "virt_spin_lock")
+    assert (row.seen, row.status, row.files, row.lost, row.rounds, row.reports) == \
+        ("virt_spin_lock", "ok", 43008, 0, 672, ())
+    assert row.passed and row.why() == "clean"
+    # The same boot given the other spinlock: the guest did not run what was asked.
+    wrong = racegate.read_row(record_of("chinner-virt_spin_lock", "chinner"), "chinner",
+                              "qspinlock")
+    assert not wrong.passed and wrong.why() == "the guest ran virt_spin_lock"
+
+
+def test_the_dcache_race_fails_the_gate_and_names_its_reports():
+    row = racegate.read_row(record_of("mainline-warn-virt_spin_lock", "mainline"),
+                            "mainline", "virt_spin_lock")
+    assert not row.passed and row.files is None
+    assert "bad-unlock: bad unlock balance in dentry_unlink_inode" in row.reports
+    assert row.why().startswith(f"step {row.status}; no syncrace result line; ")
+    text = racegate.table([row])
+    assert "| mainline | virt_spin_lock | virt_spin_lock | " in text and "FAILED: " in text
+
+
+def test_the_gate_gives_each_boot_the_spinlock_it_names():
+    for lock, shown in racegate.LOCKS.items():
+        model = qemu.cpu_model("tcg", qemu.Machine("tcg", 8, hypervisor=shown).hypervisor)
+        assert model == ("max" if lock == "virt_spin_lock" else "max,-hypervisor")
