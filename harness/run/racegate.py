@@ -119,8 +119,10 @@ def table(rows: list[GateRow]) -> str:
     return "\n".join(lines)
 
 
-def write_summary(folder: Path, rows: list[GateRow], planned: int, seconds: int,
-                  cpus: int, finished: bool) -> str:
+def write_summary(folder: Path, images: dict[str, kbuild.ImageIdentity], rows: list[GateRow],
+                  planned: int, seconds: int, cpus: int, finished: bool) -> str:
+    """summary.md and summary.json; `images` names each kernel's debug image, so a run's
+    record can count the gate for the kernel's very patches (run/records.py)."""
     passed = sum(r.passed for r in rows)
     state = (f"{passed} of {planned} boots passed" if finished else
              f"{len(rows)} of {planned} boots so far, {passed} passed (still running, or "
@@ -131,6 +133,7 @@ def write_summary(folder: Path, rows: list[GateRow], planned: int, seconds: int,
     (folder / "summary.md").write_text(text)
     (folder / "summary.json").write_text(json.dumps(
         {"seconds": seconds, "cpus": cpus, "planned": planned, "finished": finished,
+         "images": {k: asdict(i) for k, i in sorted(images.items())},
          "passed": finished and passed == planned,
          "rows": [asdict(r) | {"passed": r.passed} for r in rows]}, indent=1) + "\n")
     return text
@@ -143,6 +146,7 @@ def run(layout: Layout, kernels: list[str], locks: list[str], seconds: int, cpus
     for i, kernel in enumerate(kernels, 1):
         progress.say(f"race gate: image {i}/{len(kernels)}: {kernel}/{FLAVOUR}")
         images[kernel] = kbuild.build(layout, kernel, FLAVOUR, build_missing=build_missing)
+    identities = {k: kbuild.identity(image) for k, image in images.items()}
     gate = workload(seconds)
     files = initramfs.prepare(layout, [gate])
     (step,) = plan.make_steps([(gate, FS, cpus)])
@@ -160,8 +164,9 @@ def run(layout: Layout, kernels: list[str], locks: list[str], seconds: int, cpus
                                  lockorder.for_kernel(layout, kernel))
         rows.append(read_row(record, kernel, lock))
         progress.say(f"  {rows[-1].why() if not rows[-1].passed else 'passed'}")
-        write_summary(folder, rows, len(cells), seconds, cpus, finished=False)
-    print(write_summary(folder, rows, len(cells), seconds, cpus, finished=True), end="")
+        write_summary(folder, identities, rows, len(cells), seconds, cpus, finished=False)
+    print(write_summary(folder, identities, rows, len(cells), seconds, cpus, finished=True),
+          end="")
     return 0 if all(r.passed for r in rows) else 1
 
 
