@@ -161,6 +161,11 @@ class Layout:
         """make kcsan: its boots and summary (one folder: cells keep what is measured)."""
         return self.results / "kcsan"
 
+    @property
+    def race_gate(self) -> Path:
+        """One folder per make race-gate: its boots and summary."""
+        return self.results / "race-gate"
+
     def bisect_dir(self, kernel: str, key: str) -> Path:
         """The smoke boot of one bisection point."""
         return self.results / "bisect" / f"{slug(kernel)}-{key}"

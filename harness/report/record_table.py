@@ -117,6 +117,25 @@ def faults_cell(collected: Collected | None, kernel: str, short: bool) -> str:
             f"{plural(findings, 'finding')} (reports only a series gave)")
 
 
+def race_gate_cell(collected: Collected | None, kernel: str, short: bool) -> str:
+    """make race-gate's boots of these patches: which spinlocks ran clean."""
+    if collected is None:
+        return NO_RECORD
+    tallies = collected.checked("race-gate", kernel)
+    if not tallies or not _sum(tallies, "measured"):
+        return NOT_RUN if short else _none("race-gate", collected, kernel)
+    boots = _sum(tallies, "measured")
+    clean = _classes(tallies)
+    passed = sum(clean.values())
+    if short:
+        return f"{passed} of {plural(boots, 'boot')} clean"
+    return (f"{passed} of {plural(boots, 'boot')} clean"
+            + (f" ({', '.join(f'{lock} {n}' for lock, n in sorted(clean.items()))})"
+               if clean else "")
+            + f", {plural(_sum(tallies, 'reports'), 'kernel report')} "
+            f"({', '.join(t.store for t in tallies)})")
+
+
 def _none(kind: str, collected: Collected, kernel: str) -> str:
     others = [t for t in collected.unchecked(kind, kernel) if t.measured]
     return (f"no make {kind} cell of these patches"
@@ -169,6 +188,8 @@ def rows(collected: Collected | None, tidy_rows: list[Row], kernels: list[str],
         *kcsan,
         ["faults" if short else "faults: injected failures (make faults)",
          *[faults_cell(collected, k, short) for k in kernels]],
+        ["race gate" if short else "6.1's dcache race: syncrace, 8 vCPUs (make race-gate)",
+         *[race_gate_cell(collected, k, short) for k in kernels]],
         ["soak" if short else "soak: workload-hours (make soak)",
          *[soak_cell(collected, k, short) for k in kernels]]]
 
@@ -203,9 +224,10 @@ def section(collected: Collected | None, tidy_rows: list[Row], kernels: list[str
             boots: dict[tuple[str, str], int]) -> list[Block]:
     out: list[Block] = [Heading(2, "The record, kernel by kernel"), Para(
         "What every checker found on each kernel of this run: this run's own debug and "
-        "sanitize cells (a cell is one workload step), and the cells `make kcsan` and "
-        "`make faults` measured on images of the kernel's very patches and the soaks of this "
-        "run's very images, as results/ held them when the run finished (records.json). "
+        "sanitize cells (a cell is one workload step), the cells `make kcsan` and "
+        "`make faults` and the boots of `make race-gate` measured on images of the kernel's "
+        "very patches, and the soaks of this run's images, as results/ held them when the "
+        "run finished or at `report --records` (records.json). "
         "kcsan races are distinct pairs of racing functions, by whose code raced: "
         "mainline is the control.")]
     out.append(Table(["record", *kernels], rows(collected, tidy_rows, kernels, boots)))

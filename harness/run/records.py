@@ -86,15 +86,16 @@ class Unnamed:
 @dataclass(frozen=True)
 class CheckTally:
     """One kernel's cells in the store of make faults or make kcsan."""
-    kind: str  # faults, kcsan
-    store: str  # its folder under the results folder: faults/seed1, kcsan
+    kind: str  # faults, kcsan, race-gate
+    store: str  # its folder under the results folder: faults/seed1, kcsan, race-gate/STAMP
     kernel: str
     image: ImageIdentity | None  # None: a summary written before they named images
     planned: int
     measured: int
     statuses: dict[str, int]  # step status -> cells
-    reports: int  # kernel reports (faults), KCSAN reports (kcsan)
-    # faults: report verdict -> reports; kcsan: race class -> distinct races
+    reports: int  # kernel reports (faults, race-gate), KCSAN reports (kcsan)
+    # faults: report verdict -> reports; kcsan: race class -> distinct races;
+    # race-gate: spinlock -> boots that passed under it
     by_class: dict[str, int]
     step_hours: float
     finished: bool
@@ -131,7 +132,7 @@ class Collected:
                      if name.rsplit("/", 1)[0] == kernel), None)
 
     def checked(self, kind: str, kernel: str) -> list[CheckTally]:
-        """The faults or kcsan cells of this kernel's very patches."""
+        """The faults, kcsan or race-gate cells of this kernel's very patches."""
         digest = self.patches_digest(kernel)
         return [c for c in self.checks if (c.kind, c.kernel) == (kind, kernel)
                 and c.image is not None and c.image.patches_digest == digest]
@@ -227,6 +228,22 @@ def parse_kcsan(store: str, data: dict) -> tuple[list[CheckTally], list[RaceReco
     return tallies, races
 
 
+def parse_race_gate(store: str, data: dict) -> list[CheckTally]:
+    """make race-gate's summary.json: a tally per kernel it booted (a boot is a cell)."""
+    images = data["images"]
+    out = []
+    for kernel in images:
+        rows = [r for r in data["rows"] if r["kernel"] == kernel]
+        passed = Counter(r["lock"] for r in rows if r["passed"])
+        out.append(CheckTally(
+            "race-gate", store, kernel, _identity(images, kernel),
+            int(data["planned"]) // len(images), len(rows),
+            dict(Counter("passed" if r["passed"] else "failed" for r in rows)),
+            sum(len(r["reports"]) for r in rows), dict(passed),
+            round(sum(r["seconds"] or 0.0 for r in rows) / 3600, 3), bool(data["finished"])))
+    return out
+
+
 def _read_json(path: Path, what: str) -> dict:
     try:
         return json.loads(path.read_text())
@@ -235,11 +252,15 @@ def _read_json(path: Path, what: str) -> dict:
 
 
 def read_checks(path: Path, store: str) -> tuple[list[CheckTally], list[RaceRecord]]:
-    """A faults or kcsan summary.json (store: its folder under the results folder)."""
-    kind = "kcsan" if store.startswith("kcsan") else "faults"
+    """A faults, kcsan or race-gate summary.json (store: its folder under the results
+    folder)."""
+    kind = store.split("/")[0] if store.startswith(("kcsan", "race-gate")) else "faults"
     data = _read_json(path, kind)
     try:
-        return parse_kcsan(store, data) if kind == "kcsan" else (parse_faults(store, data), [])
+        if kind == "kcsan":
+            return parse_kcsan(store, data)
+        return (parse_race_gate(store, data) if kind == "race-gate"
+                else parse_faults(store, data)), []
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise SummaryError(path, f"not a {kind} summary ({type(e).__name__}: {e})") from None
 
@@ -249,8 +270,9 @@ def collect(layout: Layout, images: dict[str, ImageIdentity]) -> Collected:
     faults and kcsan cells of its kernels."""
     paths = sorted(layout.soaks.glob("*/summary.json"))
     kernels = {name.rsplit("/", 1)[0] for name in images}
-    checks_paths = sorted(layout.faults.glob("*/summary.json")) + sorted(
-        layout.kcsan.glob("summary.json"))
+    checks_paths = (sorted(layout.faults.glob("*/summary.json"))
+                    + sorted(layout.kcsan.glob("summary.json"))
+                    + sorted(layout.race_gate.glob("*/summary.json")))
     soaks: list[Soak] = []
     unnamed: list[Unnamed] = []
     unreadable = []

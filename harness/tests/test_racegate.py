@@ -1,12 +1,16 @@
 """make race-gate, judged on captured boots: one clean, one with 6.1's dcache race."""
 
+import dataclasses
 from pathlib import Path
 
 from harness import lockorder
 from harness.boot import qemu, runner
 from harness.guest import plan
-from harness.layout import default_layout
-from harness.run import racegate
+from harness.kernels import kbuild
+from harness.layout import Layout, default_layout
+from harness.report import record_table
+from harness.run import racegate, records
+from harness.tests.conftest import SOAK_IMAGES
 
 DATA = Path(__file__).resolve().parent.parent / "test_data" / "racegate"
 
@@ -43,3 +47,22 @@ def test_the_gate_gives_each_boot_the_spinlock_it_names():
     for lock, shown in racegate.LOCKS.items():
         model = qemu.cpu_model("tcg", qemu.Machine("tcg", 8, hypervisor=shown).hypervisor)
         assert model == ("max" if lock == "virt_spin_lock" else "max,-hypervisor")
+
+
+def test_a_runs_record_counts_the_gate_for_the_kernels_very_patches(tmp_path):
+    """The summary a gate writes, read back as a compare's record reads it: boots of
+    an image of the kernel's own patches count, another image's are named."""
+    image = kbuild.identity(SOAK_IMAGES["chinner", "debug"])
+    rows = [racegate.read_row(record_of("chinner-virt_spin_lock", "chinner"), "chinner", lock)
+            for lock in racegate.LOCKS]  # the second: asked for qspinlock, ran virt_spin_lock
+    folder = tmp_path / "results" / "race-gate" / "20261207-224500"
+    folder.mkdir(parents=True)
+    racegate.write_summary(folder, {"chinner": image}, rows, 2, 600, 8, finished=True)
+    layout = Layout(repo=tmp_path, build=tmp_path, ccache=tmp_path, results=tmp_path / "results")
+    collected = records.collect(layout, {"chinner/perf": image})
+    assert record_table.race_gate_cell(collected, "chinner", False) == (
+        "1 of 2 boots clean (virt_spin_lock 1), 0 kernel reports (race-gate/20261207-224500)")
+    assert record_table.race_gate_cell(collected, "chinner", True) == "1 of 2 boots clean"
+    other = dataclasses.replace(image, patches_digest="0000000000000001")
+    assert record_table.race_gate_cell(records.collect(layout, {"chinner/perf": other}),
+                                       "chinner", True) == record_table.NOT_RUN
