@@ -18,12 +18,18 @@ keeps the boots and summary.md and summary.json, rewritten after every boot.
 
     python3 -m harness.run.racegate [--kernels mainline base chinner piggin]
                                     [--seconds 600] [--cpus 8] [--locks qspinlock ...]
+    python3 -m harness.run.racegate --read KERNEL=BOOT_DIR ...
+
+--read boots nothing: it writes the summary of gate boots made earlier, each
+derived again from its folder by today's parsers (the spinlock it was given
+from QEMU's -cpu, its image from -kernel, checked to carry KERNEL's patches).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -44,6 +50,10 @@ DEFAULT_SECONDS = 600
 DEFAULT_CPUS = 8
 FS = "ext4"
 BOOT_OVERHEAD_S = 30  # a debug boot beyond its step, measured on the gate boots
+
+
+class GateError(Exception):
+    pass
 
 
 def workload(seconds: int) -> workloads.Workload:
@@ -120,12 +130,14 @@ def table(rows: list[GateRow]) -> str:
 
 
 def write_summary(folder: Path, images: dict[str, kbuild.ImageIdentity], rows: list[GateRow],
-                  planned: int, seconds: int, cpus: int, finished: bool) -> str:
+                  planned: dict[str, int], seconds: int, cpus: int, finished: bool) -> str:
     """summary.md and summary.json; `images` names each kernel's debug image, so a run's
-    record can count the gate for the kernel's very patches (run/records.py)."""
+    record can count the gate for the kernel's very patches (run/records.py); `planned`
+    its boots."""
     passed = sum(r.passed for r in rows)
-    state = (f"{passed} of {planned} boots passed" if finished else
-             f"{len(rows)} of {planned} boots so far, {passed} passed (still running, or "
+    total = sum(planned.values())
+    state = (f"{passed} of {total} boots passed" if finished else
+             f"{len(rows)} of {total} boots so far, {passed} passed (still running, or "
              "stopped: the boots not listed did not run)")
     text = "\n".join([
         f"# Race gate: syncrace on {FS} for {seconds} s at {cpus} vCPUs, debug images", "",
@@ -134,7 +146,7 @@ def write_summary(folder: Path, images: dict[str, kbuild.ImageIdentity], rows: l
     (folder / "summary.json").write_text(json.dumps(
         {"seconds": seconds, "cpus": cpus, "planned": planned, "finished": finished,
          "images": {k: asdict(i) for k, i in sorted(images.items())},
-         "passed": finished and passed == planned,
+         "passed": finished and passed == total,
          "rows": [asdict(r) | {"passed": r.passed} for r in rows]}, indent=1) + "\n")
     return text
 
@@ -153,6 +165,7 @@ def run(layout: Layout, kernels: list[str], locks: list[str], seconds: int, cpus
     folder = out / time.strftime("%Y%m%d-%H%M%S")
     folder.mkdir(parents=True)
     cells = [(k, lock) for lock in locks for k in kernels]
+    planned = {k: len(locks) for k in kernels}
     rows: list[GateRow] = []
     for n, (kernel, lock) in enumerate(cells, 1):
         left = (len(cells) - n + 1) * (seconds + BOOT_OVERHEAD_S)
@@ -164,8 +177,51 @@ def run(layout: Layout, kernels: list[str], locks: list[str], seconds: int, cpus
                                  lockorder.for_kernel(layout, kernel))
         rows.append(read_row(record, kernel, lock))
         progress.say(f"  {rows[-1].why() if not rows[-1].passed else 'passed'}")
-        write_summary(folder, identities, rows, len(cells), seconds, cpus, finished=False)
-    print(write_summary(folder, identities, rows, len(cells), seconds, cpus, finished=True),
+        write_summary(folder, identities, rows, planned, seconds, cpus, finished=False)
+    print(write_summary(folder, identities, rows, planned, seconds, cpus, finished=True),
+          end="")
+    return 0 if all(r.passed for r in rows) else 1
+
+
+def read_boots(layout: Layout, folders: dict[str, list[Path]], out: Path) -> int:
+    """The gate's summary of boots made earlier (a boot of syncrace alone, as `run`
+    makes), each derived again by today's parsers: its image from QEMU's command, the
+    spinlock it was given from -cpu, the kernel checked against the image's patches."""
+    found = []
+    for kernel, boots in folders.items():
+        digest = series.resolve(layout, kernel).patch_digest[:16]
+        for folder in boots:
+            try:
+                command = json.loads((folder / "qemu.json").read_text())["command"]
+                bzimage = Path(command[command.index("-kernel") + 1])
+                cpu = command[command.index("-cpu") + 1]
+                cpus = int(command[command.index("-smp") + 1])
+                run_line = (folder / "plan.sh").read_text()
+            except (OSError, ValueError, KeyError, IndexError) as e:
+                raise GateError(f"{folder}: not a boot folder of the gate ({e})") from None
+            seconds = re.search(r"syncrace .*-t (\d+)", run_line)
+            meta = json.loads((bzimage.parent / "meta.json").read_text())
+            image = kbuild.KernelImage(kernel, meta["flavour"], meta["key"], bzimage.parent)
+            ident = kbuild.identity(image)
+            if ident.patches_digest != digest or meta["flavour"] != FLAVOUR or not seconds:
+                raise GateError(f"{folder}: booted {meta['kernel']}/{meta['flavour']} (patch "
+                                f"digest {ident.patches_digest}), not {kernel}/{FLAVOUR} "
+                                f"({digest}) with syncrace's length in its plan")
+            lock = next(name for name, shown in LOCKS.items()
+                        if shown == (cpu == qemu.cpu_model("tcg", True)))
+            (step,) = plan.make_steps([(workload(int(seconds.group(1))), FS, cpus)])
+            record = runner.read_boot(folder, [step], lockorder.for_kernel(layout, kernel))
+            found.append((read_row(record, kernel, lock), ident, int(seconds.group(1)), cpus))
+    if len({(s, c) for _, _, s, c in found}) != 1:
+        raise GateError("the boots ran syncrace for different lengths or vCPU counts: "
+                        + ", ".join(f"{r.boot} {s} s {c} vCPUs" for r, _, s, c in found))
+    folder = out / (time.strftime("%Y%m%d-%H%M%S") + "-read")
+    folder.mkdir(parents=True)
+    rows = [r for r, _, _, _ in found]
+    images = {r.kernel: i for r, i, _, _ in found}
+    _, _, seconds_, cpus_ = found[0]
+    planned = {k: sum(1 for r in rows if r.kernel == k) for k in images}
+    print(write_summary(folder, images, rows, planned, seconds_, cpus_, finished=True),
           end="")
     return 0 if all(r.passed for r in rows) else 1
 
@@ -180,13 +236,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpus", type=int, default=DEFAULT_CPUS)
     parser.add_argument("--out", help="where the boots go (default: RESULTS_DIR/race-gate)")
     parser.add_argument("--no-build", action="store_true", help="fail if an image is missing")
+    parser.add_argument("--read", nargs="+", metavar="KERNEL=BOOT_DIR",
+                        help="no boots: the summary of boots made earlier, each named with "
+                        "its kernel")
     args = parser.parse_args(argv)
     layout = default_layout()
+    out = Path(args.out) if args.out else layout.results / "race-gate"
     try:
+        if args.read:
+            folders: dict[str, list[Path]] = {}
+            for item in args.read:
+                kernel, _, folder = item.partition("=")
+                folders.setdefault(kernel, []).append(Path(folder))
+            return read_boots(layout, folders, out)
         return run(layout, args.kernels, args.locks, args.seconds, args.cpus,
-                   Path(args.out) if args.out else layout.results / "race-gate",
-                   not args.no_build)
-    except (kbuild.BuildError, series.SeriesError) as err:
+                   out, not args.no_build)
+    except (GateError, kbuild.BuildError, series.SeriesError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
 

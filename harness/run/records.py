@@ -237,7 +237,7 @@ def parse_race_gate(store: str, data: dict) -> list[CheckTally]:
         passed = Counter(r["lock"] for r in rows if r["passed"])
         out.append(CheckTally(
             "race-gate", store, kernel, _identity(images, kernel),
-            int(data["planned"]) // len(images), len(rows),
+            int(data["planned"][kernel]), len(rows),
             dict(Counter("passed" if r["passed"] else "failed" for r in rows)),
             sum(len(r["reports"]) for r in rows), dict(passed),
             round(sum(r["seconds"] or 0.0 for r in rows) / 3600, 3), bool(data["finished"])))

@@ -1,12 +1,16 @@
 """make race-gate, judged on captured boots: one clean, one with 6.1's dcache race."""
 
 import dataclasses
+import json
+import shutil
 from pathlib import Path
+
+import pytest
 
 from harness import lockorder
 from harness.boot import qemu, runner
 from harness.guest import plan
-from harness.kernels import kbuild
+from harness.kernels import kbuild, series
 from harness.layout import Layout, default_layout
 from harness.report import record_table
 from harness.run import racegate, records
@@ -57,7 +61,8 @@ def test_a_runs_record_counts_the_gate_for_the_kernels_very_patches(tmp_path):
             for lock in racegate.LOCKS]  # the second: asked for qspinlock, ran virt_spin_lock
     folder = tmp_path / "results" / "race-gate" / "20261207-224500"
     folder.mkdir(parents=True)
-    racegate.write_summary(folder, {"chinner": image}, rows, 2, 600, 8, finished=True)
+    racegate.write_summary(folder, {"chinner": image}, rows, {"chinner": 2}, 600, 8,
+                           finished=True)
     layout = Layout(repo=tmp_path, build=tmp_path, ccache=tmp_path, results=tmp_path / "results")
     collected = records.collect(layout, {"chinner/perf": image})
     assert record_table.race_gate_cell(collected, "chinner", False) == (
@@ -66,3 +71,41 @@ def test_a_runs_record_counts_the_gate_for_the_kernels_very_patches(tmp_path):
     other = dataclasses.replace(image, patches_digest="0000000000000001")
     assert record_table.race_gate_cell(records.collect(layout, {"chinner/perf": other}),
                                        "chinner", True) == record_table.NOT_RUN
+
+
+def boot_folder_with_image(tmp_path, kernel: str) -> Path:
+    """The captured chinner boot, its QEMU command pointed at an image folder whose
+    meta.json carries `kernel`'s patches of this checkout (the image is not kept)."""
+    boot = tmp_path / "boot"
+    shutil.copytree(DATA / "chinner-virt_spin_lock", boot)
+    image = tmp_path / "image"
+    image.mkdir()
+    patches = series.resolve(default_layout(), kernel).patches
+    (image / "meta.json").write_text(json.dumps({
+        "kernel": kernel, "flavour": "debug", "key": "65853ca7d5c88b99", "commit": "c",
+        "patches": [{"series": p.series, "file": p.path.name, "sha256": p.sha256}
+                    for p in patches]}))
+    q = json.loads((boot / "qemu.json").read_text())
+    q["command"][q["command"].index("-kernel") + 1] = str(image / "bzImage")
+    (boot / "qemu.json").write_text(json.dumps(q))
+    return boot
+
+
+def test_boots_made_earlier_are_read_into_a_summary_the_record_counts(tmp_path):
+    boot = boot_folder_with_image(tmp_path, "chinner")
+    out = tmp_path / "results" / "race-gate"
+    assert racegate.read_boots(default_layout(), {"chinner": [boot]}, out) == 0
+    (summary,) = out.glob("*-read/summary.md")
+    assert "| chinner | virt_spin_lock | virt_spin_lock | 607 | 672 | 43,008 | 0 | passed |" \
+        in summary.read_text()
+    layout = Layout(repo=tmp_path, build=tmp_path, ccache=tmp_path, results=tmp_path / "results")
+    image = kbuild.identity(kbuild.KernelImage("chinner", "debug", "65853ca7d5c88b99",
+                                               tmp_path / "image"))
+    collected = records.collect(layout, {"chinner/perf": image})
+    assert record_table.race_gate_cell(collected, "chinner", True) == "1 of 1 boot clean"
+
+
+def test_a_boot_of_other_patches_is_refused_naming_its_folder(tmp_path):
+    boot = boot_folder_with_image(tmp_path, "piggin")
+    with pytest.raises(racegate.GateError, match=f"^{boot}: booted piggin/debug "):
+        racegate.read_boots(default_layout(), {"chinner": [boot]}, tmp_path / "out")
