@@ -231,13 +231,16 @@ def parse_kcsan(store: str, data: dict) -> tuple[list[CheckTally], list[RaceReco
 def parse_race_gate(store: str, data: dict) -> list[CheckTally]:
     """make race-gate's summary.json: a tally per kernel it booted (a boot is a cell)."""
     images = data["images"]
+    # The first summaries gave the boots planned in all, every kernel as many.
+    planned = data["planned"] if isinstance(data["planned"], dict) else {
+        kernel: int(data["planned"]) // len(images) for kernel in images}
     out = []
     for kernel in images:
         rows = [r for r in data["rows"] if r["kernel"] == kernel]
         passed = Counter(r["lock"] for r in rows if r["passed"])
         out.append(CheckTally(
             "race-gate", store, kernel, _identity(images, kernel),
-            int(data["planned"][kernel]), len(rows),
+            int(planned[kernel]), len(rows),
             dict(Counter("passed" if r["passed"] else "failed" for r in rows)),
             sum(len(r["reports"]) for r in rows), dict(passed),
             round(sum(r["seconds"] or 0.0 for r in rows) / 3600, 3), bool(data["finished"])))
