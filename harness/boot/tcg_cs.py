@@ -126,9 +126,10 @@ class TcgCsError(Exception):
     pass
 
 
-def build_image(layout: Layout, name: str) -> kbuild.KernelImage:
-    """The image a tcg-cs boot of kernel NAME runs: its perf image."""
-    return kbuild.build(layout, name, FLAVOUR)
+def build_image(layout: Layout, name: str, build_missing: bool = True) -> kbuild.KernelImage:
+    """The image a tcg-cs boot of kernel NAME runs: its perf image (build_missing=False:
+    found or an error naming it, as --no-build)."""
+    return kbuild.build(layout, name, FLAVOUR, build_missing=build_missing)
 
 
 def plugin_library(layout: Layout) -> Path:
