@@ -20,6 +20,11 @@ Rows (flavour perf, mode tcg-cs, cpus 1), per timed phase:
                cs_interrupt_instructions_per_acq
                                          those interrupts' instructions, per acquisition
                cs_instructions_per_op    own instructions with that role held, per op
+               cs_instructions_p50, _p90, _p99
+                                         percentiles of the sections' own lengths (insn;
+                                         the smallest value of the plugin's histogram
+                                         bucket holding it: the true one lies below 9/8
+                                         of it, exact below 16)
     lock ""    unlocked_instructions_per_op
                                          instructions per operation with no lock of any
                                          role held (interrupts included either way)
@@ -68,6 +73,14 @@ site SITE (function+offset) of an icache role, never summed over sites:
                trylock_skip_instructions_per_skip.SITE
                trylock_abandoned.SITE    episodes that met no success within
                                          RETRY_HORIZON of the vCPU's instructions
+    lock ROLE  cs_waits                  spin_locks of the role that waited in the queued
+                                         slow path with the holder seen (count)
+               cs_wait_instructions_p50, _p90, _p99
+                                         percentiles of their waits: the holder's own
+                                         instructions from the failed cmpxchg to its
+                                         release, the rest of its section (buckets as
+                                         above); a vCPU waits here only when QEMU's round
+                                         robin switched the holder out inside its section
 """
 
 from __future__ import annotations

@@ -2,10 +2,14 @@
 and spin_lock waits, on real captures (harness/test_data/tcg-cs/README.md says how
 they were made: capture.py hist)."""
 
+import dataclasses
+import glob
 from pathlib import Path
 
 import pytest
 
+from harness import lockorder
+from harness.boot import tcg_cs
 from harness.parsers import tcg_cs as parser
 
 DATA = Path(__file__).resolve().parent.parent / "test_data" / "tcg-cs"
@@ -126,3 +130,48 @@ def test_buckets_are_an_eighth_of_a_power_of_two_wide():
     h = parser.Histogram(8, ((3, 1), (16, 2), (18, 7)))
     assert h.percentile(0.1) == (3, 4) and h.percentile(0.3) == (16, 18)
     assert h.percentile(0.31) == (18, 20) and (h + h).count == 20
+
+
+MAINLINE = tcg_cs.with_tables(lockorder.parse(lockorder.MAINLINE_FILE))
+
+
+def figures_of(out: parser.Output, label: str, order=MAINLINE) -> dict:
+    return {(f.lock, f.metric): f.value for f in tcg_cs.cs_figures.window_figures(
+        label.split(".", 1)[1], 1000, out.windows[label], order, out)}
+
+
+def test_percentile_figures_per_role_over_its_classes_and_sites():
+    out = read(HIST)
+    figures = figures_of(out, "s01.create-unlink")
+    # new_inode's sb-list sections are 11 instructions, evict's 13: half each.
+    assert [figures["sb_list", f"cs_instructions_p{q}"] for q in (50, 90, 99)] == [11, 13, 13]
+    # The i_lock's mean (31) lies above its median: a few long sections pull it.
+    assert figures["i_lock", "cs_instructions_p50"] == 28
+    assert figures["i_lock", "cs_instructions_per_acq"] > 28
+    assert figures["i_lock", "cs_instructions_p99"] == 80
+    # A hash lookup of igetstorm: iget's inode_hash_lock sections.
+    figures = figures_of(out, "s02.open-by-handle")
+    assert (figures["hash", "cs_instructions_p50"], figures["hash", "cs_instructions_p99"]) \
+        == (44, 60)
+    assert not [k for k in figures if k[1].startswith("cs_wait")]  # one vCPU never waits
+    # Output without histograms gives no percentile figures.
+    old = read(OLD[1])
+    percentiles = {f"{m}_p{q}" for m in ("cs_instructions", "cs_wait_instructions")
+                   for q in (50, 90, 99)}
+    assert figures.keys() & {("hash", m) for m in percentiles}
+    assert not {m for _, m in figures_of(old, "s01.create-unlink")} & percentiles
+
+
+def test_wait_figures_count_a_roles_waits():
+    out = read(HIST_RR)
+    window = out.windows["s02.recreate"]
+    # No icache lock waited in this capture: ext4's block-group lock stands in
+    # for the wb role here.
+    order = dataclasses.replace(MAINLINE, patterns={**MAINLINE.patterns,
+                                                    "wb": (glob.escape("&bgl->locks[i].lock"),)})
+    figures = figures_of(out, "s02.recreate", order)
+    waits = window.histograms_by_class("wait")["&bgl->locks[i].lock"]
+    assert figures["wb", "cs_waits"] == waits.count == 11
+    assert figures["wb", "cs_wait_instructions_p50"] == waits.percentile(0.5)[0]
+    assert figures["wb", "cs_wait_instructions_p99"] == waits.buckets[-1][0]
+    assert ("i_lock", "cs_waits") not in figures_of(out, "s02.recreate")
