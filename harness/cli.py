@@ -135,7 +135,8 @@ def cmd_boot(args) -> int:
     stamp = time.strftime('%Y%m%d-%H%M%S')
     status = 0
     for flavour in flavours:
-        image = (tcg_cs.build_image(layout, args.kernel) if args.cs
+        image = (tcg_cs.build_image(layout, args.kernel, build_missing=not args.no_build)
+                 if args.cs
                  else kbuild.build(layout, args.kernel, flavour,
                                    build_missing=not args.no_build))
         for cpus in cpu_counts:

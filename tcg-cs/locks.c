@@ -329,12 +329,41 @@ static void push_held(struct vcpu *v, uint64_t addr, uint32_t cls, uint64_t site
 	v->n_held++;
 }
 
+/* A vCPU's instructions less those of interrupts counted apart: what its sections are made of. */
+static uint64_t own_insns(const struct vcpu *v)
+{
+	return vcpu_insns(v) - v->irq_insns;
+}
+
+/*
+ * A spinlock's release by the vCPU holding it: the wait of each spin_lock
+ * in the slow path that found this vCPU holding it ends here.
+ */
+static void release_to_waiters(const struct vcpu *holder, uint64_t addr)
+{
+	int i, k, index = (int)(holder - vcpus);
+
+	for (i = 0; i < n_vcpus; i++) {
+		for (k = 0; k < vcpus[i].n_pend; k++) {
+			struct pending *p = &vcpus[i].pend[k];
+
+			if (p->slow && p->lock == addr && p->holder == index && !p->released) {
+				p->wait = own_insns(holder) - p->holder_from;
+				p->released = 1;
+			}
+		}
+	}
+}
+
 static void release(struct vcpu *v, int i)
 {
 	struct held *h = &v->held[i];
 	uint64_t irq = v->irq_insns - h->irq_start;
 	uint64_t len = vcpu_insns(v) - h->start + 1 - irq;
 	struct section_lines lines = { 0 };
+
+	if (n_vcpus > 1 && !h->bit)
+		release_to_waiters(v, h->addr);
 
 	if (cfg.lines)
 		lines_end(h, &lines);
@@ -464,6 +493,21 @@ static void acquire(struct vcpu *v, const struct pending *p, uint64_t start)
 	push_held(v, p->lock, class_of_lock(p->lock), p->site, 0, start, p->lock_line);
 }
 
+/* A spin_lock gone to the slow path: it stays pending until the slow path returns. */
+static void go_slow(struct pending *p)
+{
+	int i;
+
+	p->slow = 1;
+	p->holder = -1;
+	for (i = 0; i < n_vcpus; i++) {
+		if (find_held(&vcpus[i], p->lock, 0) >= 0) {
+			p->holder = i;
+			p->holder_from = own_insns(&vcpus[i]);
+		}
+	}
+}
+
 void lock_fn_exit(struct vcpu *v, int acquired)
 {
 	struct pending p;
@@ -475,7 +519,7 @@ void lock_fn_exit(struct vcpu *v, int acquired)
 		return;
 	}
 	if (!acquired && !v->pend[v->n_pend - 1].trylock) {
-		v->pend[v->n_pend - 1].slow = 1;	/* stays pending until the slow path returns */
+		go_slow(&v->pend[v->n_pend - 1]);
 		return;
 	}
 	p = v->pend[--v->n_pend];
@@ -499,6 +543,17 @@ void slowpath_return(struct vcpu *v)
 	}
 	p = v->pend[--v->n_pend];
 	note(NOTE_SLOW_ACQUIRED);
+	/*
+	 * The wait: the rest of the holder's section, in the holder's own
+	 * instructions from the waiter's failed cmpxchg to its release. Not the
+	 * instructions until this return: round robin runs the waiter's spinning
+	 * and the holder's code after its release for as long as QEMU's turns
+	 * last, which says how QEMU schedules, not how long the lock was held.
+	 */
+	if (p.released)
+		record_wait(class_of_lock(p.lock), p.site, p.wait);
+	else
+		note(NOTE_WAIT_UNSEEN);
 	acquire(v, &p, vcpu_insns(v));
 }
 

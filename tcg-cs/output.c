@@ -24,6 +24,7 @@ struct cs_stat {
 	uint64_t tl_failed, tl_abandoned;
 	uint64_t tl_retries, tl_retry_failures, tl_retry_insns;	/* episodes that did not move on */
 	uint64_t tl_skips, tl_skip_insns;			/* and those that did */
+	uint64_t *hold_hist, *wait_hist;	/* HIST_BUCKETS counts each, allocated when used */
 	uint32_t cls;
 	int used;
 };
@@ -37,6 +38,7 @@ static const char *const note_names[N_NOTES] = {
 	"held_at_end", "class_markers", "unnamed_markers", "not_opened", "reopened",
 	"pending_overflow", "exit_without_entry", "slow_mismatch", "no_hwaddr",
 	"beyond_memory", "writer_forgotten", "episode_overflow", "slow_acquired",
+	"wait_unseen",
 };
 static uint64_t notes[N_NOTES];		/* this window */
 static uint64_t boot_notes[N_NOTES];	/* the whole boot */
@@ -71,6 +73,12 @@ int window_is_open(void)
 
 static void stats_reset(void)
 {
+	size_t i;
+
+	for (i = 0; i < stats_cap; i++) {
+		free(stats[i].hold_hist);
+		free(stats[i].wait_hist);
+	}
 	memset(stats, 0, stats_cap * sizeof(*stats));
 	stats_used = 0;
 }
@@ -118,6 +126,41 @@ static struct cs_stat *stat_of(uint32_t cls, uint64_t site)
 	return s;
 }
 
+/* ---- histograms ---- */
+
+unsigned int hist_bucket(uint64_t value)
+{
+	unsigned int e;
+
+	if (value < HIST_SUB)
+		return (unsigned int)value;
+	e = 63 - (unsigned int)__builtin_clzll(value);	/* value's power of 2, >= HIST_SUB_BITS */
+	return HIST_SUB * (e - HIST_SUB_BITS + 1) + (unsigned int)(value >> (e - HIST_SUB_BITS)) -
+	       HIST_SUB;
+}
+
+/* The smallest value of a bucket. */
+uint64_t hist_low(unsigned int bucket)
+{
+	unsigned int e = bucket / HIST_SUB + HIST_SUB_BITS - 1;
+
+	if (bucket < HIST_SUB)
+		return bucket;
+	return (uint64_t)(HIST_SUB + bucket % HIST_SUB) << (e - HIST_SUB_BITS);
+}
+
+static void hist_add(uint64_t **hist, uint64_t value)
+{
+	if (!*hist) {
+		*hist = calloc(HIST_BUCKETS, sizeof(**hist));
+		if (!*hist) {
+			fprintf(stderr, "tcg-cs: out of memory\n");
+			exit(1);
+		}
+	}
+	(*hist)[hist_bucket(value)]++;
+}
+
 static void trace_section(const struct held *h, uint64_t len, const struct section_lines *l)
 {
 	fprintf(trace, "tsec\t%" PRIu64 "\t%s\t%" PRIx64 "\t%" PRIx64 "\t%" PRIu64 "\t%" PRIu64
@@ -157,8 +200,15 @@ void record_section(const struct held *h, uint64_t len, uint64_t irq,
 	s->lockline += (uint64_t)l->lockline_written;
 	s->cold += l->cold;
 	s->chain += l->chain;
+	hist_add(&s->hold_hist, len);
 	if (trace_wanted(h->site))
 		trace_section(h, len, l);
+}
+
+void record_wait(uint32_t cls, uint64_t site, uint64_t len)
+{
+	if (window_open)
+		hist_add(&stat_of(cls, site)->wait_hist, len);
 }
 
 void record_trylock_failure(uint32_t cls, uint64_t site)
@@ -190,6 +240,22 @@ void record_episode(const struct episode *e, uint64_t insns_spent, int abandoned
 
 /* ---- writing ---- */
 
+/* "hist LABEL WHAT CLASS SITE LOW:COUNT,...": the buckets in use, by their smallest value. */
+static void write_hist(const struct cs_stat *s, const char *what, const uint64_t *hist)
+{
+	const char *sep = "";
+	unsigned int b;
+
+	fprintf(out, "hist\t%s\t%s\t%s\t%" PRIx64 "\t", label, what, class_name(s->cls), s->site);
+	for (b = 0; b < HIST_BUCKETS; b++) {
+		if (hist[b]) {
+			fprintf(out, "%s%" PRIu64 ":%" PRIu64, sep, hist_low(b), hist[b]);
+			sep = ",";
+		}
+	}
+	fputc('\n', out);
+}
+
 static void write_stat(const struct cs_stat *s)
 {
 	if (s->n)
@@ -198,6 +264,10 @@ static void write_stat(const struct cs_stat *s)
 			"\t%" PRIu64 "\t%" PRIu64 "\n", label, class_name(s->cls), s->site, s->n, s->sum,
 			s->min, s->max, s->irq, s->interrupted, s->read, s->written, s->prev,
 			s->lockline, s->cold, s->chain);
+	if (s->hold_hist)
+		write_hist(s, "hold", s->hold_hist);
+	if (s->wait_hist)
+		write_hist(s, "wait", s->wait_hist);
 	if (s->tl_failed || s->tl_retries || s->tl_skips || s->tl_abandoned)
 		fprintf(out, "trylock\t%s\t%s\t%" PRIx64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
 			"\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", label,
@@ -309,11 +379,12 @@ void output_open(FILE *f)
 {
 	out = f;
 	stats_grow();
-	fprintf(out, "tcg-cs\t2\n");
+	fprintf(out, "tcg-cs\t3\n");
 	fprintf(out, "config\tvcpus\t%d\n", n_vcpus);
 	fprintf(out, "config\tlines\t%d\n", cfg.lines);
 	fprintf(out, "config\tcold_lines\t%" PRIu32 "\n", cfg.cold_lines);
 	fprintf(out, "config\tretry_horizon\t%" PRIu64 "\n", cfg.retry_horizon);
+	fprintf(out, "config\thist_sub_buckets\t%d\n", HIST_SUB);
 }
 
 void output_exit(void)

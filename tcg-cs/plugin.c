@@ -73,11 +73,12 @@
  * ROLE is the class's icache role, "-" for none: the plugin counts how many
  * instructions ran with at least one lock of a role held, and counts chain
  * entries in sections of the role "hash".
- * Output (tab-separated): "tcg-cs 2", "config KEY VALUE" lines, then per
+ * Output (tab-separated): "tcg-cs 3", "config KEY VALUE" lines, then per
  * window when its label is complete:
  *   window LABEL INSTRUCTIONS INTERRUPT_INSTRUCTIONS ROLE_HELD_INSTRUCTIONS ACCESSES COLD
  *   cs LABEL CLASS SITE ACQUISITIONS INSTRUCTIONS MIN MAX INTERRUPT_INSTRUCTIONS INTERRUPTED
  *      LINES_READ LINES_WRITTEN LINES_PREV LOCKLINE_WRITTEN COLD CHAIN
+ *   hist LABEL hold|wait CLASS SITE LOW:COUNT,...
  *   trylock LABEL CLASS SITE FAILED RETRIES RETRY_FAILURES RETRY_INSTRUCTIONS SKIPS
  *           SKIP_INSTRUCTIONS ABANDONED
  *   note LABEL KEY VALUE
@@ -103,6 +104,15 @@
  * the lock again later); their INSTRUCTIONS are the failing vCPU's from
  * the first failure to the success, RETRY_FAILURES the failures in the
  * retries; ABANDONED episodes met no success within the retry horizon.
+ * A hist line follows the cs line of its (class, site) and counts, per
+ * bucket named by its smallest value (output.c: HIST_SUB buckets per power
+ * of 2, "config hist_sub_buckets"), the sections' own lengths ("hold") or
+ * the waits of spin_locks that went to the queued slow path ("wait": the
+ * holder's own instructions from the waiter's failed cmpxchg to its release,
+ * the rest of its section; one vCPU never waits, and round robin makes a
+ * vCPU wait only when QEMU switched the holder out inside its section;
+ * note wait_unseen counts waits whose holder or release was not seen). Bit locks' waits are not seen: a
+ * failed bts is the caller's loop, not a lock function.
  * tsec, tline and tchain (traced sections) give a section's START (the
  * vCPU's instructions at its acquisition) and lines: the first access's
  * data and instruction address and TIME (the vCPU's instructions then),

@@ -95,6 +95,10 @@ struct held {
 struct pending {
 	uint64_t lock, site, start;	/* start: instructions at the acquiring atomic */
 	uint64_t lock_line;
+	int holder;			/* slow: the vCPU holding the lock then, -1 unknown */
+	uint64_t holder_from;		/* and its own instructions then (own_insns) */
+	uint64_t wait;			/* the holder's own instructions from then to its release */
+	int released;
 	int trylock, slow, nest;	/* slow: in the queued slow path */
 };
 
@@ -150,6 +154,7 @@ enum note {
 	NOTE_WRITER_FORGOTTEN,	/* a line's last writer section left the ring */
 	NOTE_EPISODE_OVERFLOW,
 	NOTE_SLOW_ACQUIRED,	/* spin_locks that went to the queued slow path: contended */
+	NOTE_WAIT_UNSEEN,	/* of those, the holder or its release not seen */
 	N_NOTES
 };
 void note(enum note n);
@@ -199,8 +204,21 @@ extern uint64_t accesses, cold_accesses;	/* in windows: all, and missing the cac
 
 /* ---- output.c ---- */
 
+/*
+ * Histograms of instruction counts (a section's own length, a spin_lock's
+ * wait): values below HIST_SUB have a bucket each, above that every power
+ * of 2 is cut into HIST_SUB equal buckets, so a bucket is at most 1/HIST_SUB
+ * of its lower bound wide (12.5%): enough to place a p99 that far.
+ */
+#define HIST_SUB_BITS		3
+#define HIST_SUB		(1 << HIST_SUB_BITS)
+#define HIST_BUCKETS		(HIST_SUB * (64 - HIST_SUB_BITS + 1))
+unsigned int hist_bucket(uint64_t value);
+uint64_t hist_low(unsigned int bucket);
+
 void record_section(const struct held *h, uint64_t len, uint64_t irq,
 		    const struct section_lines *l);
+void record_wait(uint32_t cls, uint64_t site, uint64_t len);
 void record_trylock_failure(uint32_t cls, uint64_t site);
 void record_episode(const struct episode *e, uint64_t insns_spent, int abandoned);
 int window_is_open(void);

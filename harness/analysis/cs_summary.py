@@ -23,7 +23,11 @@ reads the tidy rows of a run and of boot folders (`harness boot K --cs`,
     what their retries cost (tcg-cs-rr boots);
   - with --validate: every call site of the run's tcg-cs boots whose
     section is straight-line code, its length from the image's disassembly
-    against the plugin's shortest (analysis/cs_validation.py).
+    against the plugin's shortest (analysis/cs_validation.py);
+  - with --percentiles: per kernel, case and role of each tcg-cs boot, where
+    p50, p90 and p99 of the sections' own lengths lie: the histogram's bucket
+    (plugin output version 3), or, from older output, bounds from each call
+    site's shortest and longest section (percentile_bounds).
 """
 
 from __future__ import annotations
@@ -36,9 +40,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import lockorder
 from harness.analysis import cs_validation
 from harness.boot import tcg_cs
 from harness.layout import default_layout
+from harness.parsers import tcg_cs as plugin_output
 from harness.run import tidy
 
 MIN_ACQUISITIONS = 1000
@@ -127,6 +133,12 @@ def agreement(rows: list[tidy.Row],
             for k in sorted(set(plugin) | set(exact))]
 
 
+def kernel_of(meta: dict) -> str:
+    """The kernel an image's meta.json names (its tcg-cs measurement image counts as
+    the kernel it measures)."""
+    return meta["kernel"].removesuffix("+tcg-cs")
+
+
 def rows_of_boot(boot: Path, repetition: int = 1) -> list[tidy.Row]:
     """The rows a run would have of a boot folder made by `harness boot`.
 
@@ -136,7 +148,7 @@ def rows_of_boot(boot: Path, repetition: int = 1) -> list[tidy.Row]:
     """
     command = json.loads((boot / "qemu.json").read_text())["command"]
     meta = json.loads((tcg_cs.image_of_boot(boot) / "meta.json").read_text())
-    kernel = meta["kernel"].removesuffix("+tcg-cs")
+    kernel = kernel_of(meta)
     cpus = int(command[command.index("-smp") + 1])
     mode = (tcg_cs.mode_of(cpus) if "-plugin" in command else
             "tcg-icount" if "-icount" in command else "tcg")
@@ -299,6 +311,87 @@ def print_tables(rows: list[tidy.Row], out=sys.stdout) -> bool:
     return worst <= CV_LIMIT
 
 
+PERCENTILES = (0.5, 0.9, 0.99)
+
+
+def percentile_bounds(sections: list[plugin_output.Section], q: float) -> tuple[int, int]:
+    """Where the q-quantile of the sections' own lengths lies, from each call site's
+    shortest and longest alone (output without histograms): every section lies
+    between its site's two, so the quantile lies between that of every section at
+    its site's shortest and that of every one at its site's longest. Exact where
+    each site's sections are all one length."""
+    def quantile(values: list[tuple[int, int]]) -> int:
+        return plugin_output.Histogram(1, tuple(sorted(values))).percentile(q)[0]
+
+    def merged(key) -> list[tuple[int, int]]:
+        counts: dict[int, int] = defaultdict(int)
+        for s in sections:
+            counts[key(s)] += s.acquisitions
+        return list(counts.items())
+    return quantile(merged(lambda s: s.min)), quantile(merged(lambda s: s.max))
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    kernel: str
+    case: Case
+    role: str
+    acquisitions: int
+    ranges: tuple[tuple[int, int], ...]  # per PERCENTILES: where it lies, both included
+    measured: bool  # from the plugin's histograms, else bounds from each site's min and max
+
+
+def boot_percentiles(boot: Path) -> list[Percentiles]:
+    """Per step, phase and icache role of a tcg-cs boot folder: where its percentiles lie."""
+    output = tcg_cs.read_output(boot)
+    if output is None:
+        return []
+    kernel = kernel_of(json.loads((tcg_cs.image_of_boot(boot) / "meta.json").read_text()))
+    roles = tcg_cs.with_tables(lockorder.for_kernel(default_layout(), kernel))
+    steps = {s["step"]: s["label"].split("/") for s in
+             json.loads((boot / "boot.json").read_text())["steps"]}
+    out = []
+    for label, window in output.windows.items():
+        step, phase = label.split(".", 1)
+        workload, fs, procs = steps[step]
+        by_role: dict[str, list[plugin_output.Section]] = defaultdict(list)
+        for s in window.sections:
+            role = roles.role_of(s.lock_class)
+            if role:
+                by_role[role].append(s)
+        for role, sections in sorted(by_role.items()):
+            holds = [window.holds[s.lock_class, s.site] for s in sections
+                     if (s.lock_class, s.site) in window.holds]
+            if len(holds) == len(sections):
+                merged = holds[0]
+                for h in holds[1:]:
+                    merged = merged + h
+                ranges = tuple((low, high - 1) for low, high in
+                               (merged.percentile(q) for q in PERCENTILES))
+            else:
+                ranges = tuple(percentile_bounds(sections, q) for q in PERCENTILES)
+            out.append(Percentiles(kernel, (workload, fs, procs.lstrip("p"), phase), role,
+                                   sum(s.acquisitions for s in sections), ranges,
+                                   len(holds) == len(sections)))
+    return out
+
+
+def print_percentiles(boot_dirs: list[Path], out=sys.stdout) -> None:
+    print("\n## Percentiles of critical sections (own instructions, 1 vCPU, -icount)\n",
+          file=out)
+    print("Each a-b: where p50, p90, p99 lie, both included: the plugin's histogram bucket "
+          "(measured), or bounds from each call site's shortest and longest section "
+          "(bounds: output before histograms).\n", file=out)
+    print("| boot | kernel | case | role | acquisitions | p50 | p90 | p99 | from |", file=out)
+    print("|---|---|---|---|---|---|---|---|---|", file=out)
+    text = lambda r: f"{r[0]}" if r[0] == r[1] else f"{r[0]}-{r[1]}"  # noqa: E731
+    for boot in boot_dirs:
+        for p in boot_percentiles(boot):
+            print(f"| {boot.name} | {p.kernel} | {_fmt_case(p.case)} | {p.role} | "
+                  f"{p.acquisitions} | {' | '.join(text(r) for r in p.ranges)} | "
+                  f"{'measured' if p.measured else 'bounds'} |", file=out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m harness.analysis.cs_summary",
                                      description=__doc__,
@@ -310,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="boot folders of 1-vCPU -icount debug boots")
     parser.add_argument("--validate", action="store_true",
                         help="check straight-line sections against the disassembly")
+    parser.add_argument("--percentiles", action="store_true",
+                        help="where p50/p90/p99 of each role's sections lie, per tcg-cs boot")
     args = parser.parse_args(argv)
     rows = tidy.read(tidy.table_in(args.run_dir)) if args.run_dir else []
     for i, boot in enumerate(args.boots + args.debug_icount, 1):
@@ -320,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.run_dir:
         cs_boots += sorted((args.run_dir / "boots").glob(f"*-{tcg_cs.MODE}-c1-*"))
     agree = print_validation(cs_boots) if args.validate else True
+    if args.percentiles:
+        print_percentiles(cs_boots)
     return 0 if repeatable and agree else 1
 
 

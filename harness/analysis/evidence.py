@@ -354,6 +354,30 @@ def cs_lengths(rows: list[Row], case: Case) -> dict[tuple[str, str], stats.Summa
     return {k: stats.summarize(v) for k, v in values.items()}
 
 
+# The plugin's percentiles (boot/cs_figures.py), and the modes that measure them.
+CS_PERCENTILES = (50, 90, 99)
+
+
+def cs_percentiles(rows: list[Row], case: Case, wait: bool = False
+                   ) -> dict[tuple[str, str], dict[str, list[float]]]:
+    """(kernel, role) -> "p50"/"p90"/"p99" -> one value per boot: of the sections' own
+    lengths (tcg-cs, 1 vCPU), or with wait of the rest of the holder's section a
+    spin_lock waited for, and "waits" their count (tcg-cs-rr, several vCPUs). Each
+    value is the smallest of its histogram bucket (1/8 of a power of 2 wide)."""
+    prefix, mode = ("cs_wait_instructions_p", "tcg-cs-rr") if wait else ("cs_instructions_p",
+                                                                        "tcg-cs")
+    names = {f"{prefix}{q}": f"p{q}" for q in CS_PERCENTILES}
+    out: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in _ok(rows):
+        if r.mode != mode or not r.lock or not _in_case(r, case):
+            continue
+        if r.metric in names:
+            out[r.kernel, r.lock][names[r.metric]].append(r.value)
+        elif wait and r.metric == "cs_waits":
+            out[r.kernel, r.lock]["waits"].append(r.value)
+    return {k: dict(v) for k, v in out.items()}
+
+
 def hottest_lock(figures: dict[tuple[str, str, str], float], kernel: str) -> tuple[str, dict]:
     """The icache lock role a kernel takes most often per operation."""
     roles = {role for (k, role, _) in figures if k == kernel}

@@ -10,6 +10,7 @@ from harness.lockorder import ROLES, LockOrder
 from harness.parsers import tcg_cs
 
 Figure = measure.Figure
+PERCENTILES = (50, 90, 99)
 
 
 def site_names(symbols: list[vmlinux.Symbol], sites: set[int]) -> dict[int, str]:
@@ -37,6 +38,7 @@ def window_figures(phase: str, ops: float, window: tcg_cs.Window, roles: LockOrd
         if window.accesses:
             out.append(Figure(phase, "", "cs_cold_access_share",
                               window.cold_accesses / window.accesses, "share"))
+    out += _percentile_figures(phase, window, roles)
     out += _trylock_figures(phase, ops, window, roles, output.site_names)
     # Locks no marker named (initialised without spin_lock_init) and the
     # plugin's own checks: evidence that the attribution above is complete.
@@ -89,6 +91,30 @@ def _role_figures(phase: str, ops: float, role: str, n: int, total: int, irq: in
         if role == "hash":
             out.append(Figure(phase, role, "cs_chain_entries_per_acq", lines.chain / n,
                               "entries"))
+    return out
+
+
+def _role_histograms(histograms: dict[str, tcg_cs.Histogram],
+                     roles: LockOrder) -> dict[str, tcg_cs.Histogram]:
+    out: dict[str, tcg_cs.Histogram] = {}
+    for lock_class, h in histograms.items():
+        role = roles.role_of(lock_class)
+        if role:
+            out[role] = out[role] + h if role in out else h
+    return out
+
+
+def _percentile_figures(phase: str, window: tcg_cs.Window, roles: LockOrder) -> list[Figure]:
+    """Per role, p50/p90/p99 of its sections' own lengths and of the waits of its
+    spin_locks (output version 3). A percentile is the smallest value of the bucket
+    that holds it: the true one lies below 9/8 of it (exact below 16)."""
+    out = []
+    for what, metric in (("hold", "cs_instructions"), ("wait", "cs_wait_instructions")):
+        for role, h in sorted(_role_histograms(window.histograms_by_class(what), roles).items()):
+            if what == "wait":
+                out.append(Figure(phase, role, "cs_waits", h.count, "count"))
+            out += [Figure(phase, role, f"{metric}_p{q}", h.percentile(q / 100)[0], "insn")
+                    for q in PERCENTILES]
     return out
 
 

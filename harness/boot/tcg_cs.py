@@ -20,6 +20,11 @@ Rows (flavour perf, mode tcg-cs, cpus 1), per timed phase:
                cs_interrupt_instructions_per_acq
                                          those interrupts' instructions, per acquisition
                cs_instructions_per_op    own instructions with that role held, per op
+               cs_instructions_p50, _p90, _p99
+                                         percentiles of the sections' own lengths (insn;
+                                         the smallest value of the plugin's histogram
+                                         bucket holding it: the true one lies below 9/8
+                                         of it, exact below 16)
     lock ""    unlocked_instructions_per_op
                                          instructions per operation with no lock of any
                                          role held (interrupts included either way)
@@ -68,6 +73,14 @@ site SITE (function+offset) of an icache role, never summed over sites:
                trylock_skip_instructions_per_skip.SITE
                trylock_abandoned.SITE    episodes that met no success within
                                          RETRY_HORIZON of the vCPU's instructions
+    lock ROLE  cs_waits                  spin_locks of the role that waited in the queued
+                                         slow path with the holder seen (count)
+               cs_wait_instructions_p50, _p90, _p99
+                                         percentiles of their waits: the holder's own
+                                         instructions from the failed cmpxchg to its
+                                         release, the rest of its section (buckets as
+                                         above); a vCPU waits here only when QEMU's round
+                                         robin switched the holder out inside its section
 """
 
 from __future__ import annotations
@@ -126,9 +139,10 @@ class TcgCsError(Exception):
     pass
 
 
-def build_image(layout: Layout, name: str) -> kbuild.KernelImage:
-    """The image a tcg-cs boot of kernel NAME runs: its perf image."""
-    return kbuild.build(layout, name, FLAVOUR)
+def build_image(layout: Layout, name: str, build_missing: bool = True) -> kbuild.KernelImage:
+    """The image a tcg-cs boot of kernel NAME runs: its perf image (build_missing=False:
+    found or an error naming it, as --no-build)."""
+    return kbuild.build(layout, name, FLAVOUR, build_missing=build_missing)
 
 
 def plugin_library(layout: Layout) -> Path:

@@ -1,13 +1,15 @@
 """Parse the output of the tcg-cs QEMU plugin (tcg-cs/plugin.c).
 
-Tab-separated lines: a header "tcg-cs 2" ("tcg-cs 1": the plugin before
-cache lines and trylock retries, still read), "config KEY VALUE" lines
-(lines, cold_lines, vcpus, retry_horizon); per window the guest closed,
+Tab-separated lines: a header "tcg-cs 3" ("tcg-cs 2": the plugin before
+histograms, "tcg-cs 1": before cache lines and trylock retries, both still
+read), "config KEY VALUE" lines (lines, cold_lines, vcpus, retry_horizon,
+hist_sub_buckets); per window the guest closed,
 
     window  LABEL  INSTRUCTIONS  INTERRUPT_INSTRUCTIONS  ROLE_HELD_INSTRUCTIONS  ACCESSES  COLD
     cs      LABEL  CLASS  SITE  ACQUISITIONS  INSTRUCTIONS  MIN  MAX  INTERRUPT_INSTRUCTIONS
                    INTERRUPTED  LINES_READ  LINES_WRITTEN  LINES_PREV  LOCKLINE_WRITTEN
                    COLD  CHAIN
+    hist    LABEL  hold|wait  CLASS  SITE  LOW:COUNT,LOW:COUNT,...
     trylock LABEL  CLASS  SITE  FAILED  RETRIES  RETRY_FAILURES  RETRY_INSTRUCTIONS
                    SKIPS  SKIP_INSTRUCTIONS  ABANDONED
     note    LABEL  KEY    VALUE
@@ -28,14 +30,21 @@ columns are sums over the sections (plugin.c says what each counts); a
 trylock episode runs from a vCPU's first failed trylock of a lock at a site
 to its success there: a retry if no other lock's trylock succeeded at the
 site meanwhile, else a skip. tsec/tline/tchain give traced sections line
-by line.
+by line. A hist line (version 3) counts per bucket, named by its smallest
+value, the own lengths of the sections of the cs line before it ("hold"),
+or the waits of its (class, site)'s spin_locks that went to the queued slow
+path ("wait": the waiting vCPU's own instructions from its failed cmpxchg
+to its acquisition, several vCPUs only); buckets are hist_sub_buckets to a
+power of 2 (Histogram).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
-HEADERS = {("tcg-cs", "1"): 1, ("tcg-cs", "2"): 2}
+HEADERS = {("tcg-cs", "1"): 1, ("tcg-cs", "2"): 2, ("tcg-cs", "3"): 3}
+HISTOGRAMS = ("hold", "wait")
 
 
 class TcgCsError(Exception):
@@ -86,6 +95,55 @@ class Trylock:
     abandoned: int  # episodes that never met their success within the horizon
 
 
+def bucket_low(value: int, sub_buckets: int) -> int:
+    """The smallest value of value's bucket: values below sub_buckets (a power of 2)
+    have a bucket each, every power of 2 above is cut into sub_buckets equal ones."""
+    if value < sub_buckets:
+        return value
+    step = 1 << (value.bit_length() - sub_buckets.bit_length())
+    return value - value % step
+
+
+def bucket_high(low: int, sub_buckets: int) -> int:
+    """The first value past the bucket whose smallest value is low."""
+    if low < sub_buckets:
+        return low + 1
+    return low + (1 << (low.bit_length() - sub_buckets.bit_length()))
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Counts of instruction counts in log-spaced buckets (bucket_low): a bucket is at
+    most 1/sub_buckets of its smallest value wide, so a percentile is known to that."""
+    sub_buckets: int
+    buckets: tuple[tuple[int, int], ...]  # (smallest value, count), ascending, counts > 0
+
+    @property
+    def count(self) -> int:
+        return sum(n for _, n in self.buckets)
+
+    def percentile(self, q: float) -> tuple[int, int]:
+        """The bucket (smallest value, first value past it) holding the q-quantile: the
+        smallest value at or below which at least q of the counts lie."""
+        if not self.buckets or not 0 < q <= 1:
+            raise ValueError(f"percentile {q} of {self.count} values")
+        rank = max(1, math.ceil(q * self.count - 1e-9))
+        seen = 0
+        for low, n in self.buckets:
+            seen += n
+            if seen >= rank:
+                return low, bucket_high(low, self.sub_buckets)
+        raise AssertionError("unreachable: rank <= count")
+
+    def __add__(self, other: Histogram) -> Histogram:
+        if self.sub_buckets != other.sub_buckets:
+            raise ValueError("histograms of different bucket widths")
+        merged: dict[int, int] = dict(self.buckets)
+        for low, n in other.buckets:
+            merged[low] = merged.get(low, 0) + n
+        return Histogram(self.sub_buckets, tuple(sorted(merged.items())))
+
+
 @dataclass(frozen=True)
 class TracedLine:
     vaddr: int  # first access to the line: data address
@@ -120,6 +178,9 @@ class Window:
     trylocks: list[Trylock] = field(default_factory=list)
     notes: dict[str, int] = field(default_factory=dict)
     traced: list[TracedSection] = field(default_factory=list)
+    # (class, site) -> sections' own lengths; -> spin_lock waits in the slow path
+    holds: dict[tuple[str, int], Histogram] = field(default_factory=dict)
+    waits: dict[tuple[str, int], Histogram] = field(default_factory=dict)
 
     def by_class(self) -> dict[str, tuple[int, int, int]]:
         """Class -> (acquisitions, own instructions, interrupt instructions), all call sites."""
@@ -134,6 +195,13 @@ class Window:
         out: dict[str, Lines] = {}
         for s in self.sections:
             out[s.lock_class] = out.get(s.lock_class, Lines()) + s.lines
+        return out
+
+    def histograms_by_class(self, what: str) -> dict[str, Histogram]:
+        """Class -> the hold (or wait) histogram over all its call sites."""
+        out: dict[str, Histogram] = {}
+        for (lock_class, _), h in (self.holds if what == "hold" else self.waits).items():
+            out[lock_class] = out[lock_class] + h if lock_class in out else h
         return out
 
 
@@ -182,7 +250,8 @@ class _Reader:
         kind = parts[0]
         if kind == "window" and len(parts) == (5 if self.version == 1 else 7):
             self.window(parts, line)
-        elif kind in ("cs", "note", "trylock", "tsec", "tline", "tchain"):
+        elif kind in ("cs", "hist", "note", "trylock", "tsec", "tline", "tchain") and (
+                kind != "hist" or self.version >= 3):
             if self.current is None or len(parts) < 2 or parts[1] != self.current.label:
                 raise self.error(f"{kind} line outside its window", line)
             getattr(self, kind)(parts, line)
@@ -216,6 +285,33 @@ class _Reader:
         assert self.current is not None
         self.current.sections.append(Section(parts[2], site, n, total, low, high, irq,
                                              interrupted, lines))
+
+    def hist(self, parts: list[str], line: str) -> None:
+        sub = self.config.get("hist_sub_buckets", 0)
+        if len(parts) != 6 or parts[2] not in HISTOGRAMS or sub < 1 or sub & (sub - 1):
+            raise self.error("malformed hist line", line)
+        pairs = [p.split(":") for p in parts[5].split(",")]
+        if any(len(p) != 2 for p in pairs):
+            raise self.error("malformed hist line", line)
+        buckets = tuple((low, n) for low, n in (self.ints(p) for p in pairs))
+        lows = [low for low, _ in buckets]
+        if (lows != sorted(set(lows)) or any(n <= 0 for _, n in buckets)
+                or any(bucket_low(low, sub) != low for low in lows)):
+            raise self.error("inconsistent hist line", line)
+        key = (parts[3], _int(parts[4], self.source, self.lineno, 16))
+        histogram = Histogram(sub, buckets)
+        assert self.current is not None
+        if parts[2] == "wait":
+            self.current.waits[key] = histogram
+            return
+        # A hold histogram counts the sections of the cs line just before it.
+        section = self.current.sections[-1] if self.current.sections else None
+        if (section is None or (section.lock_class, section.site) != key
+                or histogram.count != section.acquisitions
+                or bucket_low(section.min, sub) != lows[0]
+                or bucket_low(section.max, sub) != lows[-1]):
+            raise self.error("hold histogram not of the sections before it", line)
+        self.current.holds[key] = histogram
 
     def trylock(self, parts: list[str], line: str) -> None:
         if len(parts) != 11:
@@ -273,8 +369,8 @@ def parse(text: str, source: str = "tcg-cs output") -> Output:
     lines.pop()
     version = HEADERS.get(tuple(lines[0].split("\t"))) if lines else None
     if version is None:
-        raise TcgCsError(f"{source}:1: not tcg-cs plugin output (expected 'tcg-cs\\t1' "
-                         "or 'tcg-cs\\t2')")
+        raise TcgCsError(f"{source}:1: not tcg-cs plugin output (expected 'tcg-cs\\t1', "
+                         "'tcg-cs\\t2' or 'tcg-cs\\t3')")
     reader = _Reader(source, version)
     for lineno, line in enumerate(lines[1:], 2):
         reader.lineno = lineno

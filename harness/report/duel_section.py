@@ -372,6 +372,9 @@ def workload_table(ctx: Context, kernels: list[str]) -> Table:
     return Table(header, rows)
 
 
+ROLE_ORDER = ("global", "hash", "sb_list", "lru", "wb", "i_lock")
+
+
 def cs_role_table(rows: list, kernels: list[str], pair: duel.Pair = duel.ISOLATED
                   ) -> Table | None:
     """Critical-section length per shared role, case by case (tcg-cs)."""
@@ -379,8 +382,7 @@ def cs_role_table(rows: list, kernels: list[str], pair: duel.Pair = duel.ISOLATE
     order = [k for k in pair.kernels + duel.REFERENCES if k in kernels]
     for case in evidence.cases(rows):
         lengths = evidence.cs_lengths(rows, case)
-        for role in [r for r in ("global", "hash", "sb_list", "lru", "wb", "i_lock")
-                     if any(key[1] == r for key in lengths)]:
+        for role in [r for r in ROLE_ORDER if any(key[1] == r for key in lengths)]:
             cells = [fmt(lengths[k, role].mean) if (k, role) in lengths else "" for k in order]
             first, second = lengths.get((pair.first, role)), lengths.get((pair.second, role))
             ratio = second.mean / first.mean if first and second and first.mean else None
@@ -389,6 +391,77 @@ def cs_role_table(rows: list, kernels: list[str], pair: duel.Pair = duel.ISOLATE
         return None
     return Table(["workload", "lock", *[f"{k} (instructions)" for k in order],
                   f"{pair.second} against {pair.first}"], out)
+
+
+def percentile_text(values: list[float]) -> str:
+    """One boot's percentile, or the range over boots when they differ."""
+    low, high = min(values), max(values)
+    return f"{low:,.0f}" if low == high else f"{low:,.0f}-{high:,.0f}"
+
+
+def percentiles_text(found: dict[str, list[float]]) -> str:
+    """"28 / 80 / 112": p50 / p90 / p99."""
+    return " / ".join(percentile_text(found[f"p{q}"]) for q in evidence.CS_PERCENTILES
+                      if f"p{q}" in found)
+
+
+def cs_percentile_table(rows: list, kernels: list[str], pair: duel.Pair = duel.ISOLATED,
+                        wait: bool = False) -> Table | None:
+    """p50 / p90 / p99 per shared role, case by case: of the sections' own lengths
+    (tcg-cs), or with wait of the waits the round-robin boots saw (tcg-cs-rr), with
+    their count before them."""
+    order = [k for k in pair.kernels + duel.REFERENCES if k in kernels]
+    measured = {r.kernel for r in rows if r.mode == ("tcg-cs-rr" if wait else "tcg-cs")
+                and r.metric == "cs_instructions_p50"}
+    out = []
+    for case in evidence.cases(rows):
+        found = evidence.cs_percentiles(rows, case, wait)
+        for role in [r for r in ROLE_ORDER if any(key[1] == r for key in found)]:
+            cells = []
+            for k in order:
+                if (k, role) in found:
+                    waits = found[k, role].get("waits", [])
+                    count = f"{percentile_text(waits)}: " if wait else ""
+                    cells.append(count + percentiles_text(found[k, role]))
+                else:
+                    cells.append("0" if wait and k in measured else "")
+            out.append([case.label, role, *cells])
+    if not out:
+        return None
+    what = "waits: p50 / p90 / p99" if wait else "p50 / p90 / p99"
+    return Table(["workload", "lock", *[f"{k} ({what})" for k in order]], out)
+
+
+def cs_percentile_blocks(rows: list, kernels: list[str], pair: duel.Pair) -> list[Block]:
+    """The distributions of critical sections and of spin_lock waits, where the run's
+    tcg-cs boots measured them (the plugin's histograms, output version 3)."""
+    holds = cs_percentile_table(rows, kernels, pair)
+    if holds is None:
+        return [Para("Percentiles of these lengths: not measured in this run (its tcg-cs "
+                     "boots ran the plugin before its histograms).")]
+    out: list[Block] = [Para(
+        "Their distribution: p50 / p90 / p99 of the same own lengths over every section of "
+        "the role in the phase, guest instructions under TCG at 1 vCPU (-icount), one tcg-cs "
+        "boot each (a range where boots differ). Each is the smallest value of the plugin's "
+        "histogram bucket holding it: buckets are 1/8 of a power of 2 wide, so the true "
+        "percentile lies below 9/8 of the value shown (exact below 16)."), holds]
+    cpus = sorted({r.cpus for r in rows if r.mode == "tcg-cs-rr"})
+    waits = cs_percentile_table(rows, kernels, pair, wait=True)
+    if not cpus:
+        return out
+    vcpus = " and ".join(str(c) for c in cpus)
+    text = (f"Waits, from the tcg-cs-rr boots ({vcpus} vCPUs round robin on one host thread, "
+            "buckets as above): a spin_lock that went to the queued slow path waited for the "
+            "rest of its holder's section, counted in the holder's own instructions from the "
+            "failed cmpxchg to the release. Under round robin a vCPU waits only when QEMU "
+            "switched the holder out inside its section, so waits are few and tell how much "
+            "of a section is left where a waiter arrives, not how often or how long vCPUs "
+            "wait on hardware; the bit locks of the series' hash buckets are not seen "
+            "waiting, and waits whose holder the plugin did not see are left out "
+            "(cs_note.wait_unseen).")
+    if waits is None:
+        return out + [Para(text + " No spin_lock of an icache role waited in these boots.")]
+    return out + [Para(text + " Each cell: the waits, then p50 / p90 / p99."), waits]
 
 
 def set_aside_text(c: evidence.CrossCase) -> str:
@@ -1333,4 +1406,5 @@ def blocks(ctx: Context, rows: list, kernels: list[str], chart_stem=None) -> lis
             "(interrupts that land inside a section counted apart). Unlike lock_stat's hold "
             "times, lockdep's bookkeeping is not in them."))
         out.append(roles)
+        out += cs_percentile_blocks(rows, kernels, ctx.pair)
     return out

@@ -1,6 +1,6 @@
 """Capture real tcg-cs plugin output for the tests (see README.md here).
 
-    /usr/bin/python3 harness/test_data/tcg-cs/capture.py [lines] [rr] [KERNEL]
+    /usr/bin/python3 harness/test_data/tcg-cs/capture.py [lines] [rr] [hist] [KERNEL]
 
 lines: two 1-vCPU boots of KERNEL's tcg-cs image (default mainline) with
 create-unlink on tmpfs and ext4 and igetstorm on ext4; the first finds the
@@ -11,6 +11,12 @@ they are in (captured-KERNEL-FUNCTION.objdump).
 rr: one boot of 2 vCPUs round robin with reclaim on tmpfs and ext4
 (drop_caches' LRU walk trylocks i_lock beside stat lookups), kept as
 captured-KERNEL-rr.out.
+hist: the plugin's histograms (output version 3): one 1-vCPU boot under
+-icount of create-unlink on tmpfs and igetstorm on ext4, lines not tracked
+(captured-KERNEL-hist.out), and one boot of 2 vCPUs round robin with
+reclaim on tmpfs and hotinode on ext4 with 2 workers, whose spin_locks wait
+(captured-KERNEL-hist-rr.out).
+KERNEL's perf image must be built: nothing here builds one.
 """
 
 import sys
@@ -41,7 +47,7 @@ CONSECUTIVE = ("&s->s_inode_list_lock",)
 def boot(kernel: str, items: list, cpus: int, options: tcg_cs.Options,
          folder: Path) -> parser.Output:
     layout = default_layout()
-    image = tcg_cs.build_image(layout, kernel)
+    image = tcg_cs.build_image(layout, kernel, build_missing=False)
     files = initramfs.prepare(layout, sorted({w for w, _, _ in items}, key=lambda w: w.name))
     order = lockorder.for_kernel(layout, kernel)
     machine = tcg_cs.machine(layout, image, folder, order, cpus, options)
@@ -119,14 +125,29 @@ def capture_rr(kernel: str, known: dict) -> None:
         f"{s.address:016x} {s.kind} {s.name}\n" for s in symbols if s.name in names))
 
 
+def capture_hist(kernel: str, known: dict) -> None:
+    boots = (("hist", [(known["create-unlink"], "tmpfs", 1), (known["igetstorm"], "ext4", 1)], 1),
+             ("hist-rr", [(known["reclaim"], "tmpfs", 2), (known["hotinode"], "ext4", 2)], 2))
+    for name, items, cpus in boots:
+        with tempfile.TemporaryDirectory(prefix="tcg-cs-capture-") as tmp:
+            boot(kernel, items, cpus, tcg_cs.Options(lines=False), Path(tmp) / name)
+            text = (Path(tmp) / name / tcg_cs.OUTPUT).read_text()
+        (HERE / f"captured-{kernel}-{name}.out").write_text(text)
+
+
+KINDS = ("lines", "rr", "hist")
+
+
 def main(argv: list[str]) -> int:
-    kinds = [a for a in argv if a in ("lines", "rr")] or ["lines", "rr"]
-    kernel = next((a for a in argv if a not in ("lines", "rr")), "mainline")
+    kinds = [a for a in argv if a in KINDS] or ["lines", "rr"]
+    kernel = next((a for a in argv if a not in KINDS), "mainline")
     known = workloads.load_all(default_layout().workloads)
     if "lines" in kinds:
         capture_lines(kernel, known)
     if "rr" in kinds:
         capture_rr(kernel, known)
+    if "hist" in kinds:
+        capture_hist(kernel, known)
     return 0
 
 
