@@ -109,7 +109,7 @@ def window(boot: Path, workload: str, fs: str, phase: str,
 def figures(one_cpu: Path, two_cpu: Path, workload: str, fs: str,
             phase: str) -> list[ClassFigures]:
     """Every class the 1-vCPU boot saw in the case, most hold time per operation first."""
-    roles = lockorder.LockOrder(Path(), dict(lockorder.DEFAULT_PATTERNS), frozenset())
+    roles = lockorder.parse(lockorder.MAINLINE_FILE)  # the icache roles' class names
     one, ops_one = window(one_cpu, workload, fs, phase, most_workers=False)
     two, ops_two = window(two_cpu, workload, fs, phase, most_workers=True)
     at_two = {(c.name, c.rw): c for c in two}
@@ -118,12 +118,12 @@ def figures(one_cpu: Path, two_cpu: Path, workload: str, fs: str,
         if c.acquisitions <= 0:
             continue
         other = at_two.get((c.name, c.rw))
-        seen = other is not None and other.acquisitions > 0
+        bounced, contended = (other.acq_bounces / other.acquisitions,
+                              other.contentions / ops_two) \
+            if other is not None and other.acquisitions > 0 else (None, None)
         out.append(ClassFigures(
             c.name, c.rw, roles.role_of(c.name), c.acquisitions / ops_one,
-            c.holdtime_total_us / ops_one, c.holdtime_avg_us,
-            other.acq_bounces / other.acquisitions if seen else None,
-            other.contentions / ops_two if seen else None))
+            c.holdtime_total_us / ops_one, c.holdtime_avg_us, bounced, contended))
     return sorted(out, key=lambda f: -f.hold_us_per_op)
 
 
