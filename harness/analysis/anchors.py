@@ -154,6 +154,10 @@ class Anchor:
     # Where the publisher gives no single-thread time: a mainline case of the run whose
     # instructions per operation stand in (at the machine's ns per instruction).
     single_thread_case: evidence.Case | None = None
+    # Which registration the anchor came with: 1, the file as first committed (bb07233);
+    # 2, the set registered after the model's first evaluation, before it was evaluated on
+    # them. Judging is the same; the report counts the sets apart.
+    held_out_set: int = 1
 
 
 @dataclass(frozen=True)
@@ -297,6 +301,11 @@ def load(path: Path = ANCHORS_FILE) -> AnchorFile:
             raise AnchorError(f"{w}.measured_state: expected before, or after with [after]")
         if role == "negative-control" and quantity != "ratio":
             raise AnchorError(f"{w}.quantity: a negative control is a ratio (no gain)")
+        held_out_set = a.get("held_out_set", 1)
+        if isinstance(held_out_set, bool) or not isinstance(held_out_set, int) \
+                or held_out_set < 1:
+            raise AnchorError(f"{w}.held_out_set: expected a whole number >= 1, "
+                              f"got {held_out_set!r}")
         single = a.get("single_thread_ns")
         single_case = a.get("single_thread_case")
         if (single is None) == (single_case is None):
@@ -312,7 +321,8 @@ def load(path: Path = ANCHORS_FILE) -> AnchorFile:
             _need(a, "workload", w, str), _need(a, "lock", w, str),
             float(single) if single is not None else None,
             _need(a, "evidence", w, str), before, after, measured, a.get("notes", ""),
-            _case(single_case, f"{w}.single_thread_case") if single_case else None))
+            _case(single_case, f"{w}.single_thread_case") if single_case else None,
+            held_out_set))
     keys = [a.key for a in anchors]
     if len(set(keys)) != len(keys):
         raise AnchorError(f"{where}: anchor keys repeat")
@@ -629,6 +639,16 @@ class Record:
     @property
     def held_out_families(self) -> list[str]:
         return list(dict.fromkeys(o.anchor.family for o in self.by_role("held-out")))
+
+    def held_out_sets(self) -> dict[int, list[str]]:
+        """Registration set -> its held-out families (a family belongs to the set of its
+        anchors)."""
+        out: dict[int, list[str]] = {}
+        for o in self.by_role("held-out"):
+            families = out.setdefault(o.anchor.held_out_set, [])
+            if o.anchor.family not in families:
+                families.append(o.anchor.family)
+        return dict(sorted(out.items()))
 
     @property
     def held_out_error(self) -> float | None:

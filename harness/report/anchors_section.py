@@ -15,6 +15,10 @@ from harness.report import blocks as doc
 STATUS_TEXT = {"holds": "holds", "fails": "FAILS", "untestable": "untestable",
                "non-diagnostic": "non-diagnostic", "unevaluated": "not evaluated",
                "not modelled": "not modelled"}
+# anchors.toml's held_out_set: which registration an anchor came with.
+SET_TEXT = {1: "the first set (committed with the file, before any evaluation)",
+            2: "the second set (registered after the first evaluation, before the model was "
+               "evaluated on it)"}
 
 
 def value_text(quantity: str, value: float) -> str:
@@ -156,12 +160,26 @@ class AnchorsBlocks:
         err = self.rec.held_out_error
         out.append(doc.Para(
             "A family holds when every diagnostic, testable anchor of it holds. "
-            + "; ".join(families) + ". The median |model / published - 1| over the judged "
+            + "; ".join(families) + ". " + self._sets_text()
+            + "The median |model / published - 1| over the judged "
             "held-out rates and ratios, the error a prediction must exceed: "
             + (f"{err:.0%}." if err is not None else "none (nothing was judged).")))
         out.append(doc.Table(["family", "anchor", "figure", "judged on", "published",
                               "PREDICTED", "model / published", "status", "why"], rows))
         return out
+
+    def _sets_text(self) -> str:
+        """The registration sets counted apart, when the file has more than the first."""
+        sets = self.rec.held_out_sets()
+        if len(sets) < 2:
+            return ""
+        parts = []
+        for n, families in sets.items():
+            judged = [f for f in families if self.rec.family_holds(f) is not None]
+            holding = [f for f in judged if self.rec.family_holds(f)]
+            what = SET_TEXT.get(n, f"set {n}")
+            parts.append(f"{what}: {len(holding)} of {len(judged)} judged families hold")
+        return "By registration: " + "; ".join(parts) + ". "
 
     def _criteria(self) -> list:
         found = anchors.criteria(self.rec)

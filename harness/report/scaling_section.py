@@ -681,7 +681,10 @@ class Section:
                           "role": o.anchor.role, "published": o.anchor.value,
                           "model": o.values, "without_lock": o.without,
                           "judged_on": list(o.judged_on), "status": o.status,
-                          "error": o.error, "detail": o.detail} for o in rec.outcomes],
+                          "error": o.error, "detail": o.detail,
+                          "held_out_set": o.anchor.held_out_set} for o in rec.outcomes],
+            "held_out_sets": {str(n): {f: rec.family_holds(f) for f in families}
+                              for n, families in rec.held_out_sets().items()},
             "held_out_error": rec.held_out_error,
             "worst_held_out_factor": rec.worst_held_out_factor,
             "criteria": [vars(c) for c in anchors.criteria(rec)],

@@ -9,6 +9,7 @@ import pytest
 
 from harness.analysis import anchors, evidence, machines, queueing, scaling_inputs, verdicts
 from harness.layout import default_layout
+from harness.report import anchors_section
 from harness.run import tidy
 from harness.tests.conftest import CASE, mainline_rows
 
@@ -45,6 +46,7 @@ def test_every_anchor_names_its_source_machine_role_and_evidence(committed):
 
 @pytest.mark.parametrize("change, message", [
     ('role = "calibration"', "role: expected one of"),
+    ("held_out_set = 2", r"held_out_set: expected a whole number >= 1, got 0"),
     ('machine = "chinner-2023-vm"', r"machine: no \[\[machine\]\] with key 'nowhere'"),
     ('"sb_list.add" = 1', r"op_mix.sb_list.nope: no \[sections\] entry"),
 ])
@@ -53,7 +55,8 @@ def test_a_bad_anchor_names_the_file_and_the_key(tmp_path, committed, change, me
     bad = {'role = "calibration"': ('role = "calibration"', 'role = "fitted"'),
            'machine = "chinner-2023-vm"': ('machine = "chinner-2023-vm"',
                                            'machine = "nowhere"'),
-           '"sb_list.add" = 1': ('"sb_list.add" = 1', '"sb_list.nope" = 1')}[change]
+           '"sb_list.add" = 1': ('"sb_list.add" = 1', '"sb_list.nope" = 1'),
+           "held_out_set = 2": ("held_out_set = 2", "held_out_set = 0")}[change]
     path = tmp_path / "anchors.toml"
     path.write_text(text.replace(*bad, 1))
     with pytest.raises(anchors.AnchorError, match=message) as err:
@@ -80,6 +83,35 @@ def _file(anchor_list, profile="") -> anchors.AnchorFile:
     return anchors.AnchorFile(Path("x.toml"), "0" * 64, judging, {}, None,
                               {"m": anchors.AnchorMachine("m", "", profile, "", "")},
                               tuple(anchor_list))
+
+
+def test_the_second_set_is_held_out_with_the_first_sets_rules(committed):
+    second = [a for a in committed.anchors if a.held_out_set == 2]
+    # Registered after the first evaluation: held out only, never the calibration family
+    # or a negative control, and in families of their own.
+    assert second and {a.role for a in second} == {"held-out"}
+    first_families = {a.family for a in committed.anchors if a.held_out_set == 1}
+    assert not first_families & {a.family for a in second}
+    assert all(a.held_out_set == 1 for a in committed.of_role(
+        "calibration", "negative-control", "not-modelled"))
+
+
+def test_the_record_counts_each_registration_set_apart():
+    measured = _measured()
+    two = machines.by_key("2s")
+    short = dict(single_thread_ns=5000.0)  # the lock saturates: the anchors are diagnostic
+    truth = anchors.model_value(_anchor(**short), measured, two)
+    first = _anchor(key="a1", family="one", value=truth, **short)
+    second = _anchor(key="b1", family="two", value=truth / 3, held_out_set=2, **short)
+    calibration = _anchor(key="c", family="cal", role="calibration", value=truth, **short)
+    found = _file([first, second, calibration], "2s")
+    rec = anchors.Record(found, measured, None, tuple(
+        anchors.judge(a, found, measured, (two,)) for a in found.anchors))
+    assert rec.held_out_sets() == {1: ["one"], 2: ["two"]}
+    assert rec.family_holds("one") and rec.family_holds("two") is False
+    text = anchors_section.AnchorsBlocks(None, rec)._sets_text()
+    assert "the first set" in text and "1 of 1 judged families hold" in text
+    assert "the second set" in text and "0 of 1 judged families hold" in text
 
 
 def test_an_anchor_is_judged_on_its_own_machine_alone():
