@@ -117,6 +117,7 @@ class BootRecord:
     damaged: tuple[str, ...]
     steps: tuple[StepOutcome, ...]
     spinlock: str | None = None  # as the guest's init saw it (protocol.guest_spinlock)
+    crng: str | None = None  # ready or unseeded when the init started (protocol.guest_crng)
 
     def step(self, step_id: str) -> StepOutcome | None:
         return next((s for s in self.steps if s.step == step_id), None)
@@ -198,10 +199,18 @@ def detector_cmdline(flavour: str, accel: str) -> str:
     return " ".join(SLOW_GUEST_DETECTORS) if flavour in SLOW_FLAVOURS and accel == "tcg" else ""
 
 
+# Seed the guest's CRNG from the CPU's RDRAND at boot (QEMU's max and host CPUs have
+# it). Unseeded, as the images' configuration leaves it (RANDOM_TRUST_CPU off), 6.1
+# takes the global base_crng.lock and input_pool.lock on every get_random_u32(), so
+# every inode create on tmpfs, ext4 and xfs (i_generation) took two global locks no
+# seeded machine takes; the init says whether the CRNG was ready (protocol.guest_crng).
+SEED_CRNG = "random.trust_cpu=on"
+
+
 def boot_cmdline(flavour: str, accel: str) -> str:
-    """Kernel command line words a flavour's boots add: the hang detectors, and
-    for faults the slab caches failslab may fail (guest/faults.py)."""
-    words = [detector_cmdline(flavour, accel)]
+    """Kernel command line words a flavour's boots add: the CRNG seeded, the hang
+    detectors, and for faults the slab caches failslab may fail (guest/faults.py)."""
+    words = [SEED_CRNG, detector_cmdline(flavour, accel)]
     if flavour == "faults":
         words.append(faults.KERNEL_CMDLINE)
     return " ".join(w for w in words if w)
@@ -324,4 +333,5 @@ def record_boot(host: HostView, steps: list[plan.Step], directory: Path,
     return BootRecord(directory, status, host.wall_s, host.to_init_s, host.others_cpu_s,
                       tuple(r.as_json() for r in found),
                       tuple(f"{d.name}: {d.reason}" for d in received.damaged),
-                      tuple(outcomes), protocol.guest_spinlock(console_text))
+                      tuple(outcomes), protocol.guest_spinlock(console_text),
+                      protocol.guest_crng(console_text))

@@ -20,8 +20,9 @@ import re
 
 MARK = "inode-duel:"
 INIT_STARTED = f"{MARK} init started"
-# "inode-duel: init started, 2 cpus, kernel 6.1.192, spinlock qspinlock"
-INIT_SPINLOCK = re.compile(re.escape(INIT_STARTED) + r".*, spinlock (\S+)")
+# "inode-duel: init started, 2 cpus, kernel 6.1.192, spinlock qspinlock, crng ready"
+INIT_SPINLOCK = re.compile(re.escape(INIT_STARTED) + r".*, spinlock ([^\s,]+)")
+INIT_CRNG = re.compile(re.escape(INIT_STARTED) + r".*, crng (\S+)")
 PLAN_FINISHED = f"{MARK} plan finished"
 PLAN_FW_CFG = "opt/inode-duel/plan"
 RESULTS_PORT = "inode-duel.results"
@@ -56,6 +57,13 @@ def guest_spinlock(console_text: str) -> str | None:
     """The spinlock the guest's init saw its kernel run (qspinlock or
     virt_spin_lock); None for a boot that never said (older boots, no init)."""
     found = INIT_SPINLOCK.search(console_text)
+    return found.group(1) if found else None
+
+
+def guest_crng(console_text: str) -> str | None:
+    """Whether the guest's CRNG was seeded when its init started (ready or
+    unseeded); None for a boot whose init did not say (older boots)."""
+    found = INIT_CRNG.search(console_text)
     return found.group(1) if found else None
 
 

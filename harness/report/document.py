@@ -22,6 +22,7 @@ import math
 import re
 import shutil
 import statistics
+from collections import Counter
 from pathlib import Path
 
 from harness import lockorder
@@ -184,6 +185,18 @@ def verdict_table(rows: list[tidy.Row], verdicts: list[evidence.Verdict],
         out.append([v.case.label, f"{kind} ({v.unit + ', ' if v.unit else ''}{better})",
                     *verdict_cells(v, kernels), winner_text(v), why])
     return Table(header, out)
+
+
+def crng_phrase(manifest: dict) -> str:
+    """How many boots had the guest's CRNG seeded: unseeded, every inode create took
+    two global locks a seeded machine does not (runner.SEED_CRNG)."""
+    said = Counter(b.get("crng") or "not recorded" for b in boots_of(manifest))
+    text = ", ".join(f"{state} {n}" for state, n in sorted(said.items()))
+    if said.get("unseeded") or said.get("not recorded"):
+        text += (" (an unseeded CRNG makes 6.1 take the global base_crng.lock and "
+                 "input_pool.lock on every get_random_u32(): once per inode create; a boot "
+                 "whose init did not say predates the check, when no guest was seeded)")
+    return text
 
 
 class ReportBuilder:
@@ -948,6 +961,7 @@ class ReportBuilder:
                             f"icount {m['matrix']['icount_repeat']}"],
             ["workloads", " ".join(m["matrix"]["workloads"])],
             ["boots", f"{boots_phrase(m)}; {m.get('reruns', 0)} steps rerun for host load"],
+            ["guest CRNG at the first step", crng_phrase(m)],
             ["wall time", f"{fmt(m['wall_seconds'] / 60, 2)} min{resumes_phrase(m)}"],
         ]))
         machines = m.get("machines", {})

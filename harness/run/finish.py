@@ -97,6 +97,7 @@ def boot_entry(layout: Layout, boot: runner.BootRecord) -> dict:
             "status": boot.status, "wall_s": round(boot.wall_s, 1),
             "to_init_s": boot.to_init_s and round(boot.to_init_s, 2),
             "spinlock": boot.spinlock,
+            "crng": boot.crng,
             "reports": list(boot.reports), "damaged": list(boot.damaged),
             "machine": node.machine.id if node else None,
             "node": node.hostname if node else None,

@@ -67,6 +67,9 @@ def test_mainline_debug_boot_measures_throughput_and_locks(built, tmp_path):
     assert record.damaged == ()
     # The guest runs the queued spinlock of bare metal, as its init saw it.
     assert record.spinlock == "qspinlock"
+    # Its CRNG seeded from RDRAND before the first step (runner.SEED_CRNG): unseeded,
+    # every inode create would take two global locks of the random driver.
+    assert record.crng == "ready"
     for outcome in record.steps:
         assert outcome.status == "ok"
         figures = {(f.phase, f.lock, f.metric): f.value for f in outcome.numbers.figures}

@@ -63,8 +63,9 @@ def test_faults_boots_mark_the_inode_and_dentry_caches_for_failslab():
     assert "slub_debug=A,ext4_inode_cache,xfs_inode,xfs_ili,shmem_inode_cache,inode_cache," \
            "dentry" in cmdline.split()
     assert runner.detector_cmdline("faults", "tcg") in cmdline  # KASAN under TCG: slow
-    assert runner.boot_cmdline("sanitize", "tcg") == runner.detector_cmdline("sanitize", "tcg")
-    assert runner.boot_cmdline("debug", "tcg") == ""
+    assert runner.boot_cmdline("sanitize", "tcg") == \
+        f"{runner.SEED_CRNG} {runner.detector_cmdline('sanitize', 'tcg')}"
+    assert runner.boot_cmdline("debug", "tcg") == runner.SEED_CRNG
 
 
 def scratch_debugfs(tmp_path: Path) -> dict[str, str]:

@@ -98,6 +98,16 @@ def test_qemu_command_has_the_result_port_disks_and_accelerator(tmp_path):
     assert kvm[kvm.index("-cpu") + 1] == "host,-hypervisor"
 
 
+def test_guest_crng_is_read_from_the_init_line():
+    line = ("inode-duel: init started, 2 cpus, kernel 6.1.192+, spinlock qspinlock, "
+            "crng unseeded\n")
+    assert protocol.guest_spinlock(line) == "qspinlock"
+    assert protocol.guest_crng("boot noise\n" + line) == "unseeded"
+    assert protocol.guest_crng(line.replace("unseeded", "ready")) == "ready"
+    # The init line of the boots before the check.
+    assert protocol.guest_crng(line.replace(", crng unseeded", "")) is None
+
+
 def test_guest_spinlock_is_read_from_the_init_line():
     line = "inode-duel: init started, 2 cpus, kernel 6.1.192, spinlock qspinlock\n"
     assert protocol.guest_spinlock("boot noise\n" + line) == "qspinlock"
