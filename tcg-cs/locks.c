@@ -329,10 +329,18 @@ static void push_held(struct vcpu *v, uint64_t addr, uint32_t cls, uint64_t site
 	v->n_held++;
 }
 
-/* A vCPU's instructions less those of interrupts counted apart: what its sections are made of. */
-static uint64_t own_insns(const struct vcpu *v)
+/*
+ * The clock a held lock's section runs on: for a lock the interrupted code
+ * holds, the vCPU's instructions less those of interrupts counted apart,
+ * an interrupt in progress included (its instructions join irq_insns only
+ * at its return, so reading vcpu_insns then would count them and later
+ * subtract them); for a lock taken inside that interrupt, its instructions.
+ */
+static uint64_t section_clock(const struct vcpu *v, int in_irq)
 {
-	return vcpu_insns(v) - v->irq_insns;
+	if (in_irq)
+		return vcpu_insns(v);
+	return (v->irq_depth ? v->irq_begin : vcpu_insns(v)) - v->irq_insns;
 }
 
 /*
@@ -348,8 +356,13 @@ static void release_to_waiters(const struct vcpu *holder, uint64_t addr)
 			struct pending *p = &vcpus[i].pend[k];
 
 			if (p->slow && p->lock == addr && p->holder == index && !p->released) {
-				p->wait = own_insns(holder) - p->holder_from;
-				p->released = 1;
+				uint64_t now = section_clock(holder, p->holder_in_irq);
+
+				/* Never a wait that runs backwards: left unseen instead. */
+				if (now >= p->holder_from) {
+					p->wait = now - p->holder_from;
+					p->released = 1;
+				}
 			}
 		}
 	}
@@ -501,9 +514,12 @@ static void go_slow(struct pending *p)
 	p->slow = 1;
 	p->holder = -1;
 	for (i = 0; i < n_vcpus; i++) {
-		if (find_held(&vcpus[i], p->lock, 0) >= 0) {
+		int j = find_held(&vcpus[i], p->lock, 0);
+
+		if (j >= 0) {
 			p->holder = i;
-			p->holder_from = own_insns(&vcpus[i]);
+			p->holder_in_irq = vcpus[i].irq_depth && j >= vcpus[i].irq_base;
+			p->holder_from = section_clock(&vcpus[i], p->holder_in_irq);
 		}
 	}
 }

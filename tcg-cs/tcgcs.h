@@ -96,7 +96,8 @@ struct pending {
 	uint64_t lock, site, start;	/* start: instructions at the acquiring atomic */
 	uint64_t lock_line;
 	int holder;			/* slow: the vCPU holding the lock then, -1 unknown */
-	uint64_t holder_from;		/* and its own instructions then (own_insns) */
+	uint64_t holder_from;		/* and its clock then (section_clock) */
+	int holder_in_irq;		/* the holder took it inside an interrupt counted apart */
 	uint64_t wait;			/* the holder's own instructions from then to its release */
 	int released;
 	int trylock, slow, nest;	/* slow: in the queued slow path */
