@@ -116,7 +116,7 @@ class Context:
                 groups.setdefault(name, []).append(e)
         return [(name, Context(found, self.cross, self.cores, self.noise, self.record,
                                self.differences, self.not_measured, self.pair, self.perm,
-                               self.flip))
+                               self.flip, self.sessions))
                 for name, found in groups.items()]
 
     def cost_chance(self, keep=lambda t: True) -> dict[int, boot_perm.Chance]:
@@ -552,7 +552,7 @@ class CountVerdict:
     second: list[duel.Entry]
     decided: bool
     reach: dict[str, float]  # kind -> median smallest difference its tests could show
-    sessions: int  # sessions the pair's timed boots come from (timed_sessions)
+    sessions: int  # sessions the pair's timed boots at this count come from (timed_sessions)
 
     @property
     def where(self) -> str:
@@ -575,6 +575,8 @@ class CountVerdict:
         # A whole session can run one kernel fast (README, "Noise between runs"): a lead
         # that rests on timed claims stands only when the timed boots span two sessions.
         if self.sessions < 2 and any(e.kind in SESSION_BOUND for e in claims):
+            if not self.sessions:
+                return f"{ahead} ahead, not shown replicated: the timed sessions are unknown"
             return f"{ahead} ahead in one session only: not replicated"
         return f"{ahead} ahead" + (" on balance" if a and b else "")
 
@@ -586,7 +588,7 @@ class CountVerdict:
             return "none detected"
         if t.startswith("neither") or t.startswith("claims"):
             return "neither"
-        if t.endswith("not replicated"):
+        if t.endswith("not replicated") or "not shown replicated" in t:
             return "not replicated"
         return t
 
@@ -627,7 +629,8 @@ def count_verdicts(ctx: Context, chances: dict[int, boot_perm.Chance] | None = N
         mine = Context(claims, ctx.cross, ctx.cores, ctx.noise, [], {}, {}, ctx.pair)
         out.append(CountVerdict(ctx.pair, n, chances[n], mine.claims(ctx.first, COUNTED),
                                 mine.claims(ctx.second, COUNTED), passed,
-                                reach_by_kind(ctx, n), len(ctx.sessions)))
+                                reach_by_kind(ctx, n),
+                                sum(1 for s in ctx.sessions if n in s.cpus)))
     return out
 
 
@@ -790,6 +793,7 @@ class Session:
     first: str  # YYYYMMDD-HHMMSS
     last: str
     boots: int
+    cpus: tuple[int, ...] = ()  # the vCPU counts its boots ran
 
     def text(self) -> str:
         day, start = self.first.split("-")
@@ -815,17 +819,19 @@ def timed_sessions(directories: list[str], kernels: tuple[str, ...]) -> list[Ses
     stamps = []
     for d in directories:
         stamp = batch_stamp(d)
-        match = re.fullmatch(r"\d{8}-\d{6}b*-(.+)-perf-tcg-c\d+-r\d+", d.split("/")[-1])
+        match = re.fullmatch(r"\d{8}-\d{6}b*-(.+)-perf-tcg-c(\d+)-r\d+", d.split("/")[-1])
         if stamp and match and match.group(1) in {slug(k) for k in kernels}:
-            stamps.append(stamp)
+            stamps.append((stamp, int(match.group(2))))
     out: list[Session] = []
-    for stamp in sorted(stamps):
+    for stamp, cpus in sorted(stamps):
         at = time.mktime(time.strptime(stamp, "%Y%m%d-%H%M%S"))
         if out and at - time.mktime(time.strptime(out[-1].last, "%Y%m%d-%H%M%S")) \
                 <= SESSION_GAP_S:
-            out[-1] = Session(out[-1].first, stamp, out[-1].boots + 1)
+            last = out[-1]
+            out[-1] = Session(last.first, stamp, last.boots + 1,
+                              tuple(sorted(set(last.cpus) | {cpus})))
         else:
-            out.append(Session(stamp, stamp, 1))
+            out.append(Session(stamp, stamp, 1, (cpus,)))
     return out
 
 
