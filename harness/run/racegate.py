@@ -76,7 +76,7 @@ class GateRow:
     kernel: str
     lock: str  # the spinlock the boot was given
     seen: str | None  # the one the guest's init reported
-    boot: str  # its folder
+    boot: str  # its folder, resolved (a boot read again is the same boot)
     status: str  # the syncrace step's status
     seconds: float | None  # the step's wall time
     files: int | None  # checked against the disk; None: no result line
@@ -110,7 +110,7 @@ def read_row(record: runner.BootRecord, kernel: str, lock: str) -> GateRow:
     out = record.directory / "files" / f"{outcome.step}.out"
     result = synchole.RESULT.search(out.read_text(errors="replace")) if out.exists() else None
     files, lost, rounds = (int(g) for g in result.groups()) if result else (None, None, None)
-    return GateRow(kernel, lock, record.spinlock, record.directory.name, outcome.status,
+    return GateRow(kernel, lock, record.spinlock, str(record.directory.resolve()), outcome.status,
                    outcome.wall_s, files, lost, rounds,
                    tuple(f"{r['kind']}: {r['title']}" for r in record.reports))
 
@@ -125,7 +125,7 @@ def table(rows: list[GateRow]) -> str:
             f"{'-' if r.rounds is None else r.rounds} | "
             f"{'-' if r.files is None else f'{r.files:,}'} | "
             f"{'-' if r.lost is None else r.lost} | "
-            f"{'passed' if r.passed else 'FAILED: ' + r.why()} | {r.boot} |")
+            f"{'passed' if r.passed else 'FAILED: ' + r.why()} | {Path(r.boot).name} |")
     return "\n".join(lines)
 
 

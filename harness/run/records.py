@@ -99,6 +99,10 @@ class CheckTally:
     by_class: dict[str, int]
     step_hours: float
     finished: bool
+    # race-gate: syncrace's seconds and the vCPUs of its boots; boot folders (a boot
+    # summarised twice, by the gate and by --read, counts once)
+    gate: tuple[int, int] | None = None
+    boots: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -243,7 +247,8 @@ def parse_race_gate(store: str, data: dict) -> list[CheckTally]:
             int(planned[kernel]), len(rows),
             dict(Counter("passed" if r["passed"] else "failed" for r in rows)),
             sum(len(r["reports"]) for r in rows), dict(passed),
-            round(sum(r["seconds"] or 0.0 for r in rows) / 3600, 3), bool(data["finished"])))
+            round(sum(r["seconds"] or 0.0 for r in rows) / 3600, 3), bool(data["finished"]),
+            (int(data["seconds"]), int(data["cpus"])), tuple(r["boot"] for r in rows)))
     return out
 
 

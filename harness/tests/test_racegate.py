@@ -66,8 +66,15 @@ def test_a_runs_record_counts_the_gate_for_the_kernels_very_patches(tmp_path):
     layout = Layout(repo=tmp_path, build=tmp_path, ccache=tmp_path, results=tmp_path / "results")
     collected = records.collect(layout, {"chinner/perf": image})
     assert record_table.race_gate_cell(collected, "chinner", False) == (
-        "1 of 2 boots clean (virt_spin_lock 1), 0 kernel reports (race-gate/20261207-224500)")
-    assert record_table.race_gate_cell(collected, "chinner", True) == "1 of 2 boots clean"
+        "1 of 2 boots clean (virt_spin_lock 1), syncrace 600 s at 8 vCPUs, 0 kernel reports "
+        "(race-gate/20261207-224500)")
+    assert record_table.race_gate_cell(collected, "chinner", True) == \
+        "1 of 2 clean (virt_spin_lock)"
+    # The same boots summarised again (--read) count once.
+    again = folder.with_name("20261207-230000-read")
+    shutil.copytree(folder, again)
+    assert record_table.race_gate_cell(records.collect(layout, {"chinner/perf": image}),
+                                       "chinner", True) == "1 of 2 clean (virt_spin_lock)"
     other = dataclasses.replace(image, patches_digest="0000000000000001")
     assert record_table.race_gate_cell(records.collect(layout, {"chinner/perf": other}),
                                        "chinner", True) == record_table.NOT_RUN
@@ -102,7 +109,8 @@ def test_boots_made_earlier_are_read_into_a_summary_the_record_counts(tmp_path):
     image = kbuild.identity(kbuild.KernelImage("chinner", "debug", "65853ca7d5c88b99",
                                                tmp_path / "image"))
     collected = records.collect(layout, {"chinner/perf": image})
-    assert record_table.race_gate_cell(collected, "chinner", True) == "1 of 1 boot clean"
+    assert record_table.race_gate_cell(collected, "chinner", True) == \
+        "1 of 1 clean (virt_spin_lock)"
 
 
 def test_a_boot_of_other_patches_is_refused_naming_its_folder(tmp_path):
