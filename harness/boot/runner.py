@@ -200,10 +200,12 @@ def detector_cmdline(flavour: str, accel: str) -> str:
 
 
 # Seed the guest's CRNG from the CPU's RDRAND at boot (QEMU's max and host CPUs have
-# it). Unseeded, as the images' configuration leaves it (RANDOM_TRUST_CPU off), 6.1
-# takes the global base_crng.lock and input_pool.lock on every get_random_u32(), so
-# every inode create on tmpfs, ext4 and xfs (i_generation) took two global locks no
-# seeded machine takes; the init says whether the CRNG was ready (protocol.guest_crng).
+# it). Unready, as the images' configuration leaves it (RANDOM_TRUST_CPU off), 6.1
+# takes the global base_crng.lock on every get_random_u32(), and input_pool.lock too
+# while the CRNG is empty (random.c, crng_make_state): every inode create on tmpfs,
+# ext4 and xfs (i_generation) took global locks no seeded machine takes (one of
+# each per create in the reference's debug boots); the init says whether the CRNG was
+# ready (protocol.guest_crng).
 SEED_CRNG = "random.trust_cpu=on"
 
 

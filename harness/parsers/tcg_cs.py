@@ -33,8 +33,10 @@ site meanwhile, else a skip. tsec/tline/tchain give traced sections line
 by line. A hist line (version 3) counts per bucket, named by its smallest
 value, the own lengths of the sections of the cs line before it ("hold"),
 or the waits of its (class, site)'s spin_locks that went to the queued slow
-path ("wait": the waiting vCPU's own instructions from its failed cmpxchg
-to its acquisition, several vCPUs only); buckets are hist_sub_buckets to a
+path ("wait": the rest of the section of the vCPU that held the lock when
+the cmpxchg failed, in the holder's own instructions from then to its
+release, several vCPUs only; a waiter queued behind another also waits for
+that one's section, which is not counted); buckets are hist_sub_buckets to a
 power of 2 (Histogram).
 """
 

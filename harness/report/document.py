@@ -190,12 +190,12 @@ def verdict_table(rows: list[tidy.Row], verdicts: list[evidence.Verdict],
 def crng_phrase(manifest: dict) -> str:
     """How many boots had the guest's CRNG seeded: unseeded, every inode create took
     two global locks a seeded machine does not (runner.SEED_CRNG)."""
-    said = Counter(b.get("crng") or "not recorded" for b in boots_of(manifest))
+    said = Counter(b.get("crng") or "init did not report" for b in boots_of(manifest))
     text = ", ".join(f"{state} {n}" for state, n in sorted(said.items()))
-    if said.get("unseeded") or said.get("not recorded"):
-        text += (" (an unseeded CRNG makes 6.1 take the global base_crng.lock and "
-                 "input_pool.lock on every get_random_u32(): once per inode create; a boot "
-                 "whose init did not say predates the check, when no guest was seeded)")
+    if said.get("unseeded") or said.get("init did not report"):
+        text += (" (an unready CRNG makes 6.1 take the global base_crng.lock on every "
+                 "get_random_u32(), and input_pool.lock while it is empty: per inode create; "
+                 "boots made before the check did not report, and none of them was seeded)")
     return text
 
 

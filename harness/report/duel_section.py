@@ -439,10 +439,15 @@ def cs_percentile_blocks(rows: list, kernels: list[str], pair: duel.Pair) -> lis
     if holds is None:
         return [Para("Percentiles of these lengths: not measured in this run (its tcg-cs "
                      "boots ran the plugin before its histograms).")]
+    boots = sorted({len({r.repetition for r in rows if r.kernel == k and r.mode == "tcg-cs"
+                              and r.metric == "cs_instructions_p50"}) for k in kernels} - {0})
+    each = "-".join(str(n) for n in (boots[0], boots[-1]) if boots) if len(set(boots)) > 1 \
+        else str(boots[0]) if boots else "no"
     out: list[Block] = [Para(
         "Their distribution: p50 / p90 / p99 of the same own lengths over every section of "
-        "the role in the phase, guest instructions under TCG at 1 vCPU (-icount), one tcg-cs "
-        "boot each (a range where boots differ). Each is the smallest value of the plugin's "
+        "the role in the phase, guest instructions under TCG at 1 vCPU (-icount), "
+        f"{each} tcg-cs boot{'' if each == '1' else 's'} a kernel (a range where boots "
+        "differ). Each is the smallest value of the plugin's "
         "histogram bucket holding it: buckets are 1/8 of a power of 2 wide, so the true "
         "percentile lies below 9/8 of the value shown (exact below 16)."), holds]
     cpus = sorted({r.cpus for r in rows if r.mode == "tcg-cs-rr"})
@@ -453,7 +458,9 @@ def cs_percentile_blocks(rows: list, kernels: list[str], pair: duel.Pair) -> lis
     text = (f"Waits, from the tcg-cs-rr boots ({vcpus} vCPUs round robin on one host thread, "
             "buckets as above): a spin_lock that went to the queued slow path waited for the "
             "rest of its holder's section, counted in the holder's own instructions from the "
-            "failed cmpxchg to the release. Under round robin a vCPU waits only when QEMU "
+            "failed cmpxchg to the release (with more than 2 vCPUs a waiter queued behind "
+            "another also waits for that one's section, which is not counted). Under round "
+            "robin a vCPU waits only when QEMU "
             "switched the holder out inside its section, so waits are few and tell how much "
             "of a section is left where a waiter arrives, not how often or how long vCPUs "
             "wait on hardware; the bit locks of the series' hash buckets are not seen "

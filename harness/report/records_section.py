@@ -180,11 +180,11 @@ def section(collected: Collected | None, kernels: list[str]) -> list[Block]:
         "`make soak` boots random mixes of every workload until its time is up. A soak of "
         "a flavour this run booted counts here only if it booted the very image this run "
         "booted (the same image key: source, patches, configuration, compiler); one of a "
-        f"flavour it did not boot ({', '.join(FLAVOURS)}) if its image was built from the "
-        "kernel's very patches (the same digest). KCSAN's reports are data races, each "
-        "classified as make kcsan classified it. The run read "
-        f"{plural(collected.read, 'soak summary', 'soak summaries')} under results/soak "
-        "when it finished."))
+        "flavour it did not boot (a duel boots no sanitize or kcsan image) if its image was "
+        "built from the kernel's very patches (the same digest). KCSAN's reports are data "
+        "races, each classified as make kcsan classified it. The run read "
+        f"{plural(collected.read, 'summary', 'summaries')} (soak, faults, kcsan, race gate) "
+        "under results/ when it finished or at `report --records`."))
     rows = counted_rows(collected, kernels)
     out.append(Table(["kernel", "flavour", "image", "soak", "what it found"], rows) if rows
                else Para(f"No soak run on this run's kernels ({WHERE})."))

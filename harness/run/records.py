@@ -122,7 +122,7 @@ class Collected:
     images: dict[str, ImageIdentity]  # "kernel/flavour" -> the image the run booted
     soaks: list[Soak]
     unnamed: list[Unnamed]
-    read: int  # summaries read (soaks, faults, kcsan)
+    read: int  # summaries read (soaks, faults, kcsan, race gate)
     unreadable: list[str]  # "soak/STAMP/summary.json: why", one per summary passed over
     checks: list[CheckTally] = field(default_factory=list)
     races: list[RaceRecord] = field(default_factory=list)  # make kcsan's, every kernel's

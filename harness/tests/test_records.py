@@ -245,7 +245,8 @@ def test_the_report_has_a_section_on_the_soaks_of_the_runs_images(layout):
                                                         SOAK_IMAGES["mainline", "debug"]})
     text = document.write(default_layout(), run, "mainline")[0].read_text()
     section = text.split("## Soaks of this run's images")[1].split("\n## ")[0]
-    assert "The run read 2 soak summaries under results/soak when it finished." in section
+    assert ("The run read 2 summaries (soak, faults, kcsan, race gate) under results/ when "
+            "it finished or at `report --records`.") in section
     assert ("| mainline | debug | image d4a094542ede0508 (0 patches of its own, digest "
             "e3b0c44298fc1c14) | soak 20261206-090333 (2026-12-06, unfinished) | 1 boot "
             "(1 at 2 vCPUs), 0.02 workload-hours; status ok 1; 0 kernel reports; "
