@@ -350,7 +350,9 @@ def load(run_dir: Path) -> Collected | None:
                   ImageIdentity(**s["image"]), Tally(**s["tally"])) for s in data["soaks"]],
             [Unnamed(**u) for u in data["unnamed"]], data["read"], data["unreadable"],
             # Runs made before the record kept faults and kcsan cells have neither.
-            [CheckTally(**{**c, "image": ImageIdentity(**c["image"]) if c["image"] else None})
+            [CheckTally(**{**c, "image": ImageIdentity(**c["image"]) if c["image"] else None,
+                           "gate": tuple(c["gate"]) if c.get("gate") else None,
+                           "boots": tuple(c.get("boots", ()))})
              for c in data.get("checks", [])],
             [RaceRecord(**r) for r in data.get("races", [])])
     except (ValueError, KeyError, TypeError) as e:

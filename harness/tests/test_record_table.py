@@ -132,3 +132,17 @@ def test_the_section_lists_lockdep_per_workload_and_every_counted_race(layout):
                             kcsan_summary.SERIES]
     assert races[0][3] == kcsan_summary.UNEXPLAINED and races[0][4] == "piggin 1"
     assert races[1][4] == "mainline 1, piggin 1"
+
+
+def test_kcsan_cells_planned_but_not_measured_with_this_guest_say_so(layout):
+    """make kcsan keys its cells by image and guest: after the guest changed, its summary
+    plans a kernel's cells and counts none measured until it runs again."""
+    write_stores(layout)
+    collected = records.collect(layout, IDENTITIES)
+    (tally,) = collected.checked("kcsan", "piggin")
+    unmeasured = dataclasses.replace(collected, checks=[
+        dataclasses.replace(tally, measured=0, reports=0, by_class={})])
+    assert record_table.kcsan_cell(unmeasured, "piggin", short=False) == (
+        "0 of 2 cells measured with the image and guest as they are now (make kcsan "
+        "measures them)")
+    assert record_table.kcsan_cell(unmeasured, "piggin", short=True) == record_table.NOT_RUN
