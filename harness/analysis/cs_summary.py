@@ -377,7 +377,8 @@ def boot_percentiles(boot: Path) -> list[Percentiles]:
 
 
 def print_percentiles(boot_dirs: list[Path], out=sys.stdout) -> None:
-    print("\n## Percentiles of critical sections (own instructions, 1 vCPU, -icount)\n",
+    print("\n## Percentiles of critical sections (own instructions; each boot's mode is in "
+          "its folder name: tcg-cs at 1 vCPU with -icount, tcg-cs-rr round robin)\n",
           file=out)
     print("Each a-b: where p50, p90, p99 lie, both included: the plugin's histogram bucket "
           "(measured), or bounds from each call site's shortest and longest section "
