@@ -331,7 +331,7 @@ def _write(layout: Layout, run_dir: Path, images: dict[str, ImageIdentity]) -> N
     for problem in collected.unreadable:
         progress.say(f"records: passed over {layout.results}/{problem}")
     counted = sum(1 for s in collected.soaks if s in collected.ours(s.kernel, s.flavour))
-    progress.say(f"records: summaries read under {layout.results} (soak, faults, kcsan): "
+    progress.say(f"records: summaries read under {layout.results} (soak, faults, kcsan, race gate): "
                  f"{collected.read}; soak tallies of this run's very images among them: "
                  f"{counted}")
     (run_dir / RECORDS).write_text(json.dumps(asdict(collected), indent=1) + "\n")
