@@ -637,7 +637,8 @@ def count_verdicts(ctx: Context, chances: dict[int, boot_perm.Chance] | None = N
         out.append(CountVerdict(ctx.pair, n, chances[n], mine.claims(ctx.first, COUNTED),
                                 mine.claims(ctx.second, COUNTED), passed,
                                 reach_by_kind(ctx, n),
-                                sum(1 for s in ctx.sessions if n in s.cpus)))
+                                sum(1 for s in ctx.sessions
+                                    if s.replicates(ctx.pair.kernels, n))))
     return out
 
 
@@ -801,6 +802,12 @@ class Session:
     last: str
     boots: int
     cpus: tuple[int, ...] = ()  # the vCPU counts its boots ran
+    # (kernel, vCPUs) of its boots: a session replicates a count only where it timed both
+    # kernels of the pair there (a rerun of one boot replicates nothing)
+    timed: frozenset[tuple[str, int]] = frozenset()
+
+    def replicates(self, kernels: tuple[str, ...], cpus: int) -> bool:
+        return all((slug(k), cpus) in self.timed for k in kernels)
 
     def text(self) -> str:
         day, start = self.first.split("-")
@@ -828,25 +835,34 @@ def timed_sessions(directories: list[str], kernels: tuple[str, ...]) -> list[Ses
         stamp = batch_stamp(d)
         match = re.fullmatch(r"\d{8}-\d{6}b*-(.+)-perf-tcg-c(\d+)-r\d+", d.split("/")[-1])
         if stamp and match and match.group(1) in {slug(k) for k in kernels}:
-            stamps.append((stamp, int(match.group(2))))
+            stamps.append((stamp, int(match.group(2)), match.group(1)))
     out: list[Session] = []
-    for stamp, cpus in sorted(stamps):
+    for stamp, cpus, kernel in sorted(stamps):
         at = time.mktime(time.strptime(stamp, "%Y%m%d-%H%M%S"))
         if out and at - time.mktime(time.strptime(out[-1].last, "%Y%m%d-%H%M%S")) \
                 <= SESSION_GAP_S:
             last = out[-1]
             out[-1] = Session(last.first, stamp, last.boots + 1,
-                              tuple(sorted(set(last.cpus) | {cpus})))
+                              tuple(sorted(set(last.cpus) | {cpus})),
+                              last.timed | {(kernel, cpus)})
         else:
-            out.append(Session(stamp, stamp, 1, (cpus,)))
+            out.append(Session(stamp, stamp, 1, (cpus,), frozenset({(kernel, cpus)})))
     return out
 
 
-def sessions_sentence(sessions: list[Session]) -> str:
+def sessions_sentence(sessions: list[Session], kernels: tuple[str, ...] = ()) -> str:
     """Whether the timed rounds share one session's luck: a whole run can drift (the A/A
-    study of the README's noise section), and the boot-pair intervals cannot see it."""
+    study of the README's noise section), and the boot-pair intervals cannot see it. A
+    session that timed only one kernel somewhere (reruns) replicates nothing there."""
     if not sessions:
         return ""
+    counts = sorted({c for s in sessions for c in s.cpus})
+    full = [s for s in sessions if kernels and all(s.replicates(kernels, c) for c in counts)]
+    if len(sessions) > 1 and kernels and len(full) <= 1:
+        return (f" The timed boots come from {len(sessions)} sessions ("
+                + "; ".join(s.text() for s in sessions) + f"), but only {len(full)} of them "
+                f"timed {' and '.join(kernels)} at every vCPU count: the rounds share its "
+                "luck (README, \"Noise between runs\"), which these intervals do not include.")
     if len(sessions) == 1:
         return (f" Every timed boot of the pair comes from one session ({sessions[0].text()}):"
                 " a whole session can run one kernel fast or slow (README, \"Noise between "
@@ -861,7 +877,7 @@ def flip_sentence(flip: duel.SignFlip | None, sessions: list[Session] | None = N
     its rounds come from."""
     if flip is None or not flip.leans:
         return ""
-    return _flip_sentence(flip) + sessions_sentence(sessions or [])
+    return _flip_sentence(flip) + sessions_sentence(sessions or [], flip.pair.kernels)
 
 
 def _flip_sentence(flip: duel.SignFlip) -> str:

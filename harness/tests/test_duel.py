@@ -602,8 +602,10 @@ def test_a_timed_lead_from_one_session_is_not_replicated(rows, entries):
     assert dataclasses.replace(decided, sessions=1, first=icount).text == "chinner ahead"
     assert dataclasses.replace(decided, sessions=0).short == "not replicated"
     # Each design difference is judged on the pair's sessions, at its own vCPU count.
-    at_two = duel_section.Session("20261207-192225", "20261207-193407", 12, (1, 2))
-    at_one = duel_section.Session("20261207-150331", "20261207-150331", 6, (1,))
+    both = frozenset((k, c) for k in ("chinner", "piggin") for c in (1, 2))
+    at_two = duel_section.Session("20261207-192225", "20261207-193407", 12, (1, 2), both)
+    at_one = duel_section.Session("20261207-150331", "20261207-150331", 6, (1,),
+                                  frozenset({("chinner", 1), ("piggin", 1)}))
     ctx = dataclasses.replace(context(rows, entries), sessions=[at_one, at_two])
     assert all(sub.sessions == [at_one, at_two] for _, sub in ctx.by_difference())
     assert {c.cpus: c.sessions for c in duel_section.count_verdicts(ctx)} == {1: 2, 2: 1}

@@ -281,7 +281,12 @@ def test_the_timed_rounds_name_the_sessions_they_come_from():
     two = duel_section.timed_sessions(directories + ["boots/20261207-150331-chinner-perf-tcg-"
                                                      "c1-r1"], ("chinner", "piggin"))
     assert [s.boots for s in two] == [1, 4]
-    # A second session of 1-vCPU boots replicates nothing at 2 vCPUs.
+    # A second session of 1-vCPU boots replicates nothing at 2 vCPUs, nor does a
+    # session that timed one kernel alone (a rerun).
     assert [s.cpus for s in two] == [(1,), (1, 2)]
+    assert not two[0].replicates(("chinner", "piggin"), 1)
+    assert two[1].replicates(("chinner", "piggin"), 1)
+    assert "but only 1 of them timed chinner and piggin at every vCPU count" in \
+        duel_section.sessions_sentence(two, ("chinner", "piggin"))
     assert duel_section.sessions_sentence(two).startswith(" The timed boots come from 2 "
                                                           "sessions (2026-12-07 15:03, 1 boot;")
