@@ -139,9 +139,10 @@ def race_gate_cell(collected: Collected | None, kernel: str, short: bool) -> str
     boots = _sum(tallies, "measured")
     clean = _classes(tallies)
     passed = sum(clean.values())
-    locks = " and ".join(sorted(clean)) or "no spinlock"
-    if short:
-        return f"{passed} of {boots} clean ({locks})"
+    if short:  # a slide's cell: narrow
+        both = set(clean) >= {"qspinlock", "virt_spin_lock"}
+        return f"{passed}/{boots} clean" + ("" if both else
+                                            f" ({', '.join(sorted(clean)) or 'none'} only)")
     gates = ", ".join(sorted({f"{s} s at {c} vCPUs" for s, c in
                               (t.gate for t in tallies if t.gate)}))
     return (f"{passed} of {plural(boots, 'boot')} clean"

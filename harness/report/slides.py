@@ -279,6 +279,17 @@ class Deck:
         rows = [[f"{design} {name}", retry_counters.describe(name, design).kind,
                  plural(len(values), "case"), f"{max(values):.2g}"]
                 for (design, name), values in sorted(fired.items())]
+        if len(rows) > 9:
+            # Too many counters for a readable row each: one row per design and kind
+            # (the report names every counter).
+            grouped: dict[tuple[str, str], list[list[float]]] = {}
+            for (design, name), values in sorted(fired.items()):
+                kind = retry_counters.describe(name, design).kind
+                grouped.setdefault((design, kind), []).append(values)
+            rows = [[f"{design} ({plural(len(found), 'counter')})", kind,
+                     plural(sum(len(v) for v in found), "case"),
+                     f"{max(max(v) for v in found):.2g}"]
+                    for (design, kind), found in grouped.items()]
         counters = {d: sum(1 for (k, _) in fired if k == d) for d in (FIRST, SECOND)}
         # The names are in the table: a title naming each overflowed once both fired.
         title = "Retries: counters fired: " + ", ".join(
@@ -288,7 +299,7 @@ class Deck:
         crowded = len(rows) + len(kinds) > 10
         return Page(title, [
             Grid(["counter", "kind", "fired in", "most per op"], rows,
-                 size=(20 if len(rows) > 9 else 24) if crowded else 30),
+                 size=24 if crowded else 30),
             Text("; ".join(kinds) + ".", size=24) if crowded else Bullets(kinds, size=26),
         ], self.footer)
 

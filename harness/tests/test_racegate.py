@@ -69,12 +69,12 @@ def test_a_runs_record_counts_the_gate_for_the_kernels_very_patches(tmp_path):
         "1 of 2 boots clean (virt_spin_lock 1), syncrace 600 s at 8 vCPUs, 0 kernel reports "
         "(race-gate/20261207-224500)")
     assert record_table.race_gate_cell(collected, "chinner", True) == \
-        "1 of 2 clean (virt_spin_lock)"
+        "1/2 clean (virt_spin_lock only)"
     # The same boots summarised again (--read) count once.
     again = folder.with_name("20261207-230000-read")
     shutil.copytree(folder, again)
     assert record_table.race_gate_cell(records.collect(layout, {"chinner/perf": image}),
-                                       "chinner", True) == "1 of 2 clean (virt_spin_lock)"
+                                       "chinner", True) == "1/2 clean (virt_spin_lock only)"
     other = dataclasses.replace(image, patches_digest="0000000000000001")
     assert record_table.race_gate_cell(records.collect(layout, {"chinner/perf": other}),
                                        "chinner", True) == record_table.NOT_RUN
@@ -110,7 +110,7 @@ def test_boots_made_earlier_are_read_into_a_summary_the_record_counts(tmp_path):
                                                tmp_path / "image"))
     collected = records.collect(layout, {"chinner/perf": image})
     assert record_table.race_gate_cell(collected, "chinner", True) == \
-        "1 of 1 clean (virt_spin_lock)"
+        "1/1 clean (virt_spin_lock only)"
 
 
 def test_a_boot_of_other_patches_is_refused_naming_its_folder(tmp_path):
