@@ -291,7 +291,8 @@ class Deck:
                      f"{max(max(v) for v in found):.2g}"]
                     for (design, kind), found in grouped.items()]
         counters = {d: sum(1 for (k, _) in fired if k == d) for d in (FIRST, SECOND)}
-        # The names are in the table: a title naming each overflowed once both fired.
+        # The title counts the counters (naming each overflowed once both fired); the
+        # table names them, or, when grouped, the report does.
         title = "Retries: counters fired: " + ", ".join(
             f"{d} {counters[d]}" for d in (FIRST, SECOND)) + " (kinds differ: not compared)"
         kinds = [f"{kind}: {retry_counters.KINDS[kind]}" for kind in sorted({r[1] for r in rows})]

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from harness import lockorder, progress
-from harness.boot import qemu, runner
+from harness.boot import qemu, runner, tcg_cs
 from harness.guest import initramfs, plan, workloads
 from harness.kernels import kbuild, series
 from harness.layout import REPO_ROOT, Layout, default_layout
@@ -193,15 +193,15 @@ def read_boots(layout: Layout, folders: dict[str, list[Path]], out: Path) -> int
         for folder in boots:
             try:
                 command = json.loads((folder / "qemu.json").read_text())["command"]
-                bzimage = Path(command[command.index("-kernel") + 1])
+                image_dir = tcg_cs.image_of_boot(folder)
                 cpu = command[command.index("-cpu") + 1]
                 cpus = int(command[command.index("-smp") + 1])
                 run_line = (folder / "plan.sh").read_text()
-            except (OSError, ValueError, KeyError, IndexError) as e:
+            except (OSError, ValueError, KeyError, IndexError, tcg_cs.TcgCsError) as e:
                 raise GateError(f"{folder}: not a boot folder of the gate ({e})") from None
             seconds = re.search(r"syncrace .*-t (\d+)", run_line)
-            meta = json.loads((bzimage.parent / "meta.json").read_text())
-            image = kbuild.KernelImage(kernel, meta["flavour"], meta["key"], bzimage.parent)
+            meta = json.loads((image_dir / "meta.json").read_text())
+            image = kbuild.KernelImage(kernel, meta["flavour"], meta["key"], image_dir)
             ident = kbuild.identity(image)
             if ident.patches_digest != digest or meta["flavour"] != FLAVOUR or not seconds:
                 raise GateError(f"{folder}: booted {meta['kernel']}/{meta['flavour']} (patch "
